@@ -1,0 +1,1 @@
+"""HTTP layer: routers, wire schemas and error rendering. Thin by design."""

@@ -1,0 +1,63 @@
+"""Every error leaves the manager as `{message, code}`; no input yields a 5xx."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..domain.errors import DomainError
+
+log = logging.getLogger(__name__)
+
+_HTTP_CODES = {
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+}
+
+
+def error_body(message: str, code: str) -> dict[str, str]:
+    return {"message": message, "code": code}
+
+
+def _describe(errors: list[Any]) -> str:
+    parts = []
+    for err in errors[:5]:
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return "; ".join(parts) + more
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def _domain(_: Request, exc: DomainError) -> JSONResponse:
+        if exc.http_status >= 500:
+            log.error("domain error %s: %s", exc.code, exc.message)
+        return JSONResponse(error_body(exc.message, exc.code), status_code=exc.http_status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(
+            error_body(_describe(list(exc.errors())), "VALIDATION_ERROR"), status_code=400
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(
+            exc.status_code, "VALIDATION_ERROR" if exc.status_code == 400 else "HTTP_ERROR"
+        )
+        return JSONResponse(
+            error_body(str(exc.detail), code), status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return JSONResponse(error_body("Internal Server Error", "UNKNOWN_ERROR"), status_code=500)

@@ -1,0 +1,173 @@
+"""/v1/jobs"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, Response
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ...domain.statuses import JobStatus, Priority
+from ...services import jobs as job_service
+from ...services import stages as stage_service
+from ...services.loading import load_job
+from ...services.stages import tasks_by_stage
+from ..deps import DatabaseDep, PageDep
+from ..json_values import JsonObject
+from ..presenters import job_out, stage_out
+from ..schemas import (
+    ErrorMessage,
+    JobCreate,
+    JobOut,
+    JobStatusChange,
+    OkMessage,
+    Page,
+    PriorityChange,
+    StageCreate,
+    StageOut,
+)
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+ERRORS: dict[int | str, dict[str, object]] = {
+    400: {"model": ErrorMessage},
+    404: {"model": ErrorMessage},
+}
+
+
+@router.get("", response_model=Page[JobOut], response_model_exclude_none=True)
+async def find_jobs(
+    db: DatabaseDep,
+    page: PageDep,
+    job_name: Annotated[str | None, Query(min_length=2, max_length=50)] = None,
+    from_date: datetime | None = None,
+    end_date: datetime | None = None,
+    priority: Priority | None = None,
+    should_return_stages: bool = False,
+) -> Page[JobOut]:
+    f = job_service.JobFilter(
+        name=job_name, from_date=from_date, end_date=end_date, priority=priority
+    )
+
+    async def work(s: AsyncSession) -> Page[JobOut]:
+        result = await job_service.find_jobs(s, f, page)
+        stages = (
+            await job_service.stages_by_job(s, [j.id for j in result.items])
+            if should_return_stages
+            else {}
+        )
+        return Page[JobOut](
+            total=result.total,
+            items=[
+                job_out(j, [stage_out(st) for st in stages[j.id]] if should_return_stages else None)
+                for j in result.items
+            ],
+        )
+
+    return await db.transaction(work)
+
+
+@router.post(
+    "", status_code=201, response_model=JobOut, response_model_exclude_none=True, responses=ERRORS
+)
+async def create_job(db: DatabaseDep, payload: JobCreate) -> JobOut:
+    async def work(s: AsyncSession) -> JobOut:
+        job = await job_service.create_job(s, payload)
+        if not payload.stages:
+            return job_out(job)
+        stages = await stage_service.stages_of_job(s, job.id)
+        tasks = await tasks_by_stage(s, [st.id for st in stages])
+        return job_out(job, [stage_out(st, tasks[st.id]) for st in stages])
+
+    return await db.transaction(work)
+
+
+@router.get("/{jobId}", response_model=JobOut, response_model_exclude_none=True, responses=ERRORS)
+async def get_job(db: DatabaseDep, jobId: uuid.UUID, should_return_stages: bool = False) -> JobOut:
+    async def work(s: AsyncSession) -> JobOut:
+        job = await load_job(s, jobId)
+        if not should_return_stages:
+            return job_out(job)
+        stages = await stage_service.stages_of_job(s, jobId)
+        return job_out(job, [stage_out(st) for st in stages])
+
+    return await db.transaction(work)
+
+
+@router.delete("/{jobId}", response_model=OkMessage, responses=ERRORS)
+async def delete_job(db: DatabaseDep, jobId: uuid.UUID) -> OkMessage:
+    await db.transaction(lambda s: job_service.delete_job(s, jobId))
+    return OkMessage(code="JOB_DELETED_SUCCESSFULLY")
+
+
+@router.patch("/{jobId}/user-metadata", response_model=OkMessage, responses=ERRORS)
+async def replace_job_user_metadata(
+    db: DatabaseDep, jobId: uuid.UUID, metadata: Annotated[JsonObject, Body()]
+) -> OkMessage:
+    await db.transaction(lambda s: job_service.replace_user_metadata(s, jobId, metadata))
+    return OkMessage(code="JOB_MODIFIED_SUCCESSFULLY")
+
+
+@router.patch(
+    "/{jobId}/priority",
+    response_model=OkMessage,
+    responses={**ERRORS, 204: {"description": "The job already had this priority"}},
+)
+async def change_job_priority(
+    db: DatabaseDep, jobId: uuid.UUID, payload: PriorityChange
+) -> OkMessage | Response:
+    changed = await db.transaction(
+        lambda s: job_service.change_priority(s, jobId, payload.priority)
+    )
+    if not changed:
+        return Response(
+            status_code=204, headers={"Reason": "Priority cannot be updated to the same value"}
+        )
+    return OkMessage(code="JOB_MODIFIED_SUCCESSFULLY")
+
+
+@router.put("/{jobId}/status", response_model=OkMessage, responses=ERRORS)
+async def change_job_status(
+    db: DatabaseDep, jobId: uuid.UUID, payload: JobStatusChange
+) -> OkMessage:
+    target = JobStatus(payload.status)
+    await db.transaction(lambda s: job_service.change_status(s, jobId, target))
+    return OkMessage(code="JOB_MODIFIED_SUCCESSFULLY")
+
+
+@router.get(
+    "/{jobId}/stages",
+    response_model=list[StageOut],
+    response_model_exclude_none=True,
+    responses=ERRORS,
+)
+async def get_job_stages(
+    db: DatabaseDep, jobId: uuid.UUID, should_return_tasks: bool = False
+) -> list[StageOut]:
+    async def work(s: AsyncSession) -> list[StageOut]:
+        stages = await stage_service.stages_of_job(s, jobId)
+        if not should_return_tasks:
+            return [stage_out(st) for st in stages]
+        tasks = await tasks_by_stage(s, [st.id for st in stages])
+        return [stage_out(st, tasks[st.id]) for st in stages]
+
+    return await db.transaction(work)
+
+
+@router.post(
+    "/{jobId}/stage",
+    status_code=201,
+    response_model=StageOut,
+    response_model_exclude_none=True,
+    responses=ERRORS,
+)
+async def add_stage(db: DatabaseDep, jobId: uuid.UUID, payload: StageCreate) -> StageOut:
+    async def work(s: AsyncSession) -> StageOut:
+        stage = await stage_service.add_stage(s, jobId, payload)
+        if not payload.tasks:
+            return stage_out(stage)
+        tasks = await tasks_by_stage(s, [stage.id])
+        return stage_out(stage, tasks[stage.id])
+
+    return await db.transaction(work)

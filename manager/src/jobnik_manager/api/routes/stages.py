@@ -1,0 +1,152 @@
+"""/v1/stages"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ...domain.errors import TaskNotFound
+from ...domain.statuses import StageStatus
+from ...services import stages as stage_service
+from ...services import tasks as task_service
+from ...services.loading import load_stage
+from ..deps import DatabaseDep, PageDep
+from ..json_values import JsonObject
+from ..presenters import stage_out, summary_out, task_out
+from ..schemas import (
+    ErrorMessage,
+    OkMessage,
+    Page,
+    StageOut,
+    StageStatusChange,
+    SummaryOut,
+    TaskCreate,
+    TaskOut,
+)
+
+router = APIRouter(prefix="/v1/stages", tags=["stages"])
+ERRORS: dict[int | str, dict[str, object]] = {
+    400: {"model": ErrorMessage},
+    404: {"model": ErrorMessage},
+}
+StageTypeParam = Annotated[str, Query(min_length=1, max_length=50)]
+
+
+@router.get("", response_model=Page[StageOut], response_model_exclude_none=True)
+async def find_stages(
+    db: DatabaseDep,
+    page: PageDep,
+    job_id: uuid.UUID | None = None,
+    stage_type: Annotated[str | None, Query(min_length=1, max_length=50)] = None,
+    stage_operation_status: StageStatus | None = None,
+    should_return_tasks: bool = False,
+) -> Page[StageOut]:
+    f = stage_service.StageFilter(
+        job_id=job_id, stage_type=stage_type, status=stage_operation_status
+    )
+
+    async def work(s: AsyncSession) -> Page[StageOut]:
+        result = await stage_service.find_stages(s, f, page)
+        tasks = (
+            await stage_service.tasks_by_stage(s, [st.id for st in result.items])
+            if should_return_tasks
+            else {}
+        )
+        return Page[StageOut](
+            total=result.total,
+            items=[
+                stage_out(st, tasks.get(st.id) if should_return_tasks else None)
+                for st in result.items
+            ],
+        )
+
+    return await db.transaction(work)
+
+
+@router.get(
+    "/{stageId}", response_model=StageOut, response_model_exclude_none=True, responses=ERRORS
+)
+async def get_stage(
+    db: DatabaseDep, stageId: uuid.UUID, should_return_tasks: bool = False
+) -> StageOut:
+    async def work(s: AsyncSession) -> StageOut:
+        stage = await load_stage(s, stageId)
+        if not should_return_tasks:
+            return stage_out(stage)
+        tasks = await stage_service.tasks_by_stage(s, [stageId])
+        return stage_out(stage, tasks[stageId])
+
+    return await db.transaction(work)
+
+
+@router.get("/{stageId}/summary", response_model=SummaryOut, responses=ERRORS)
+async def get_stage_summary(db: DatabaseDep, stageId: uuid.UUID) -> SummaryOut:
+    async def work(s: AsyncSession) -> SummaryOut:
+        return summary_out(await load_stage(s, stageId))
+
+    return await db.transaction(work)
+
+
+@router.patch("/{stageId}/user-metadata", response_model=OkMessage, responses=ERRORS)
+async def replace_stage_user_metadata(
+    db: DatabaseDep, stageId: uuid.UUID, metadata: Annotated[JsonObject, Body()]
+) -> OkMessage:
+    await db.transaction(lambda s: stage_service.replace_user_metadata(s, stageId, metadata))
+    return OkMessage(code="STAGE_MODIFIED_SUCCESSFULLY")
+
+
+@router.put("/{stageId}/status", response_model=OkMessage, responses=ERRORS)
+async def change_stage_status(
+    db: DatabaseDep, stageId: uuid.UUID, payload: StageStatusChange
+) -> OkMessage:
+    await db.transaction(lambda s: stage_service.approve(s, stageId))
+    return OkMessage(code="STAGE_MODIFIED_SUCCESSFULLY")
+
+
+@router.get(
+    "/{stageId}/tasks",
+    response_model=Page[TaskOut],
+    response_model_exclude_none=True,
+    responses=ERRORS,
+)
+async def get_stage_tasks(db: DatabaseDep, stageId: uuid.UUID, page: PageDep) -> Page[TaskOut]:
+    async def work(s: AsyncSession) -> Page[TaskOut]:
+        result = await stage_service.tasks_of_stage(s, stageId, page)
+        return Page[TaskOut](total=result.total, items=[task_out(t) for t in result.items])
+
+    return await db.transaction(work)
+
+
+@router.post(
+    "/{stageId}/tasks",
+    status_code=201,
+    response_model=list[TaskOut],
+    response_model_exclude_none=True,
+    responses=ERRORS,
+)
+async def add_tasks(
+    db: DatabaseDep, stageId: uuid.UUID, payload: Annotated[list[TaskCreate], Body(min_length=1)]
+) -> list[TaskOut]:
+    async def work(s: AsyncSession) -> list[TaskOut]:
+        return [task_out(t) for t in await stage_service.add_tasks(s, stageId, payload)]
+
+    return await db.transaction(work)
+
+
+@router.patch(
+    "/{stageType}/tasks/dequeue",
+    response_model=TaskOut,
+    response_model_exclude_none=True,
+    responses=ERRORS,
+)
+async def dequeue(db: DatabaseDep, stageType: Annotated[str, StageTypeParam]) -> TaskOut:
+    async def work(s: AsyncSession) -> TaskOut:
+        task = await task_service.claim(s, stageType)
+        if task is None:
+            raise TaskNotFound(f"No task of stage type '{stageType}' is ready to be claimed")
+        return task_out(task)
+
+    return await db.transaction(work)

@@ -1,0 +1,38 @@
+"""The FastAPI application."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from . import __version__
+from .api.errors import install_error_handlers
+from .api.routes import health, jobs, stages, tasks
+from .db.engine import Database
+from .settings import Settings
+
+
+def create_app(settings: Settings | None = None, *, database: Database | None = None) -> FastAPI:
+    settings = settings or Settings()
+    db = database or Database(settings.database_url, pool_size=settings.db_pool_size)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if database is None:  # an injected database belongs to the caller
+            await db.dispose()
+
+    app = FastAPI(
+        title="Jobnik manager",
+        version=__version__,
+        description="Jobs made of ordered stages of parallel tasks; Jobnik v1 compatible.",
+        lifespan=lifespan,
+    )
+    app.state.database = db
+    app.state.settings = settings
+    install_error_handlers(app)
+    for module in (health, jobs, stages, tasks):
+        app.include_router(module.router)
+    return app

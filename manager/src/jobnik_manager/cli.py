@@ -1,0 +1,56 @@
+"""`jobnik-manager`: serve the API or migrate the database."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from .db import migrate
+from .settings import Settings
+
+
+def _serve(settings: Settings, *, demo: bool) -> None:
+    import uvicorn
+
+    from .app import create_app
+
+    if settings.migrate_on_start:
+        migrate.upgrade(settings.database_url)
+    app = create_app(settings)
+    if demo:
+        from .demo import attach_demo
+
+        attach_demo(app, settings)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="jobnik-manager", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the HTTP API")
+    serve.add_argument("--host", help="bind address (JOBNIK_HOST)")
+    serve.add_argument("--port", type=int, help="port (JOBNIK_PORT)")
+    serve.add_argument(
+        "--demo", action="store_true", help="also run a demo job through the manager once it is up"
+    )
+    sub.add_parser("migrate", help="apply database migrations (JOBNIK_DATABASE_URL)")
+    args = parser.parse_args(argv)
+
+    overrides = {
+        k: v
+        for k, v in (("host", getattr(args, "host", None)), ("port", getattr(args, "port", None)))
+        if v is not None
+    }
+    settings = Settings(**overrides)
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if args.command == "migrate":
+        migrate.upgrade(settings.database_url)
+        logging.getLogger("jobnik_manager").info("database is at the latest revision")
+    else:
+        _serve(settings, demo=args.demo)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Storage: the engine, the tables, their migrations and the claim query."""

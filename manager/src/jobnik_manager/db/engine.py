@@ -1,0 +1,109 @@
+"""Engine construction and the one transaction seam every use case runs through."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import event, text
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# SQLSTATEs after which PostgreSQL asks the client to run the transaction again.
+_RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
+_MAX_TX_ATTEMPTS = 5
+
+
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    if is_sqlite(url):
+        engine = create_async_engine(url)
+        _configure_sqlite(engine)
+        return engine
+    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    """Every SQLite transaction takes the write lock at BEGIN.
+
+    That makes each one serial, so claim and cascade read-then-write steps cannot
+    interleave (SQLite has no row locks), and no transaction fails late on upgrade.
+    """
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, DBAPIError):
+        sqlstate = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+        if sqlstate in _RETRYABLE_SQLSTATES:
+            return True
+        if isinstance(exc, OperationalError) and "database is locked" in str(exc.orig):
+            return True
+    return False
+
+
+class Database:
+    """Owns the engine; runs each use case in one transaction, retried on deadlock."""
+
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        self.url = url
+        self.engine = make_engine(url, pool_size=pool_size)
+        self.sessions = make_sessionmaker(self.engine)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return is_sqlite(self.url)
+
+    async def transaction(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        """Run `work` in a fresh transaction and commit it.
+
+        A deadlock or serialization failure rolls back and runs it again, so `work`
+        must not have effects outside the session.
+        """
+        for attempt in range(1, _MAX_TX_ATTEMPTS + 1):
+            try:
+                async with self.sessions() as session, session.begin():
+                    return await work(session)
+            except DBAPIError as exc:
+                if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):
+                    raise
+                log.info("transaction conflict, retrying (attempt %d): %s", attempt, exc.orig)
+                await asyncio.sleep(0.01 * attempt)
+        raise AssertionError("unreachable")
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

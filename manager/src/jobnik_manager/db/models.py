@@ -1,0 +1,118 @@
+"""The tables. Tasks carry their stage type and job priority so that claiming reads
+one partial index holding only claimable tasks (see `claimable`)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    UniqueConstraint,
+    Uuid,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from .types import JsonColumn, UtcDateTime
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY.
+SeqType = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    name: Mapped[str] = mapped_column(String(50), index=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
+    user_metadata: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
+    priority: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    percentage: Mapped[int] = mapped_column(SmallInteger, default=0)
+    traceparent: Mapped[str] = mapped_column(String(55))
+    tracestate: Mapped[str | None] = mapped_column(String(512))
+    creation_time: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    update_time: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class Stage(Base):
+    __tablename__ = "stages"
+    __table_args__ = (UniqueConstraint("job_id", "stage_order"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    type: Mapped[str] = mapped_column(String(50), index=True)
+    stage_order: Mapped[int] = mapped_column(Integer)
+    data: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
+    user_metadata: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
+    status: Mapped[str] = mapped_column(String(16))
+    percentage: Mapped[int] = mapped_column(SmallInteger, default=0)
+    # The summary, kept in step with the tasks inside every transaction that moves one.
+    created: Mapped[int] = mapped_column(Integer, default=0)
+    pending: Mapped[int] = mapped_column(Integer, default=0)
+    in_progress: Mapped[int] = mapped_column(Integer, default=0)
+    retried: Mapped[int] = mapped_column(Integer, default=0)
+    completed: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    aborted: Mapped[int] = mapped_column(Integer, default=0)
+    traceparent: Mapped[str] = mapped_column(String(55))
+    tracestate: Mapped[str | None] = mapped_column(String(512))
+    creation_time: Mapped[datetime] = mapped_column(UtcDateTime)
+    update_time: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class Task(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (
+        # The claim index: only rows a worker could take right now are in it.
+        Index(
+            "ix_tasks_claim",
+            "stage_type",
+            "priority_rank",
+            "seq",
+            postgresql_where=text("claimable"),
+            sqlite_where=text("claimable = 1"),
+        ),
+    )
+
+    # Insertion order: the oldest-first tie-break between tasks of equal priority.
+    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True)
+    stage_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("stages.id", ondelete="CASCADE"), index=True
+    )
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    stage_type: Mapped[str] = mapped_column(String(50))
+    priority_rank: Mapped[int] = mapped_column(SmallInteger)
+    claimable: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer)
+    data: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
+    user_metadata: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
+    traceparent: Mapped[str] = mapped_column(String(55))
+    tracestate: Mapped[str | None] = mapped_column(String(512))
+    creation_time: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    update_time: Mapped[datetime] = mapped_column(UtcDateTime)
+    start_time: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    end_time: Mapped[datetime | None] = mapped_column(UtcDateTime)

@@ -1,0 +1,1 @@
+"""Pure rules of the job hierarchy. Imports neither FastAPI nor SQLAlchemy."""

@@ -1,0 +1,64 @@
+"""Domain errors. Each carries the wire `code` and the HTTP status it maps to."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Root of every error the manager reports to a client as `{message, code}`."""
+
+    code = "UNKNOWN_ERROR"
+    http_status = 500
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class ValidationFailed(DomainError):
+    code = "VALIDATION_ERROR"
+    http_status = 400
+
+
+class NotFound(DomainError):
+    http_status = 404
+
+
+class JobNotFound(NotFound):
+    code = "JOB_NOT_FOUND"
+
+    def __init__(self) -> None:
+        super().__init__("Job not found")
+
+
+class StageNotFound(NotFound):
+    code = "STAGE_NOT_FOUND"
+
+    def __init__(self) -> None:
+        super().__init__("Stage not found")
+
+
+class TaskNotFound(NotFound):
+    code = "TASK_NOT_FOUND"
+
+    def __init__(self, message: str = "Task not found") -> None:
+        super().__init__(message)
+
+
+class RuleViolation(DomainError):
+    """A request that is well formed but not allowed in the entity's current state."""
+
+    http_status = 400
+
+
+class IllegalTransition(RuleViolation):
+    def __init__(self, entity: str, current: str, target: str) -> None:
+        super().__init__(
+            f"Illegal status transition from {current} to {target}",
+            code=f"ILLEGAL_{entity}_STATUS_TRANSITION",
+        )
+
+
+class Conflict(DomainError):
+    http_status = 409

@@ -1,0 +1,112 @@
+"""Who may move a job, stage or task from one status to another.
+
+Each table maps a legal (from, to) pair to the actor allowed to make it. USER moves
+arrive over the API; SYSTEM moves are consequences the manager derives (a claim, a
+cascade, a stage finishing). Anything absent from a table is illegal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import TypeVar
+
+from .errors import IllegalTransition
+from .statuses import JobStatus, StageStatus, TaskStatus
+
+
+class Actor(StrEnum):
+    USER = "USER"
+    SYSTEM = "SYSTEM"
+
+
+J, S, T = JobStatus, StageStatus, TaskStatus
+USER, SYSTEM = Actor.USER, Actor.SYSTEM
+
+JOB_TRANSITIONS: dict[tuple[JobStatus, JobStatus], Actor] = {
+    (J.CREATED, J.PENDING): SYSTEM,
+    (J.CREATED, J.ABORTED): USER,
+    (J.PENDING, J.IN_PROGRESS): SYSTEM,  # first claim
+    (J.PENDING, J.COMPLETED): SYSTEM,  # a resumed job whose stages were all done
+    (J.PENDING, J.FAILED): SYSTEM,
+    (J.PENDING, J.PAUSED): USER,
+    (J.PENDING, J.ABORTED): USER,
+    (J.IN_PROGRESS, J.COMPLETED): SYSTEM,
+    (J.IN_PROGRESS, J.FAILED): SYSTEM,
+    (J.IN_PROGRESS, J.PAUSED): USER,
+    (J.IN_PROGRESS, J.ABORTED): USER,
+    (J.PAUSED, J.PENDING): USER,  # resume; the job then takes the status its stages imply
+    (J.PAUSED, J.IN_PROGRESS): SYSTEM,
+    (J.PAUSED, J.COMPLETED): SYSTEM,
+    (J.PAUSED, J.FAILED): SYSTEM,  # a running task failed for good while paused
+    (J.PAUSED, J.ABORTED): USER,
+}
+
+STAGE_TRANSITIONS: dict[tuple[StageStatus, StageStatus], Actor] = {
+    (S.CREATED, S.PENDING): USER,  # also SYSTEM, when the previous stage completes
+    (S.CREATED, S.ABORTED): SYSTEM,
+    (S.WAITING, S.PENDING): USER,  # approval
+    (S.WAITING, S.ABORTED): SYSTEM,
+    (S.PENDING, S.IN_PROGRESS): SYSTEM,
+    (S.PENDING, S.COMPLETED): SYSTEM,  # an empty stage whose turn came
+    (S.PENDING, S.ABORTED): SYSTEM,
+    (S.IN_PROGRESS, S.COMPLETED): SYSTEM,
+    (S.IN_PROGRESS, S.FAILED): SYSTEM,
+    (S.IN_PROGRESS, S.ABORTED): SYSTEM,
+}
+
+TASK_TRANSITIONS: dict[tuple[TaskStatus, TaskStatus], Actor] = {
+    (T.CREATED, T.PENDING): SYSTEM,
+    (T.CREATED, T.ABORTED): SYSTEM,
+    (T.PENDING, T.IN_PROGRESS): SYSTEM,  # claim
+    (T.PENDING, T.ABORTED): SYSTEM,
+    (T.RETRIED, T.IN_PROGRESS): SYSTEM,
+    (T.RETRIED, T.ABORTED): SYSTEM,
+    (T.IN_PROGRESS, T.COMPLETED): USER,
+    (T.IN_PROGRESS, T.FAILED): USER,
+    (T.IN_PROGRESS, T.RETRIED): USER,  # a FAILED report with attempts left
+    (T.IN_PROGRESS, T.ABORTED): SYSTEM,
+}
+
+# Statuses a user may ask for at all; other targets are refused before any lookup.
+USER_JOB_TARGETS = frozenset({J.PENDING, J.PAUSED, J.ABORTED})
+USER_STAGE_TARGETS = frozenset({S.PENDING})
+USER_TASK_TARGETS = frozenset({T.COMPLETED, T.FAILED})
+
+
+_E = TypeVar("_E", JobStatus, StageStatus, TaskStatus)
+
+
+def _allowed(table: Mapping[tuple[_E, _E], Actor], current: _E, target: _E, actor: Actor) -> bool:
+    granted = table.get((current, target))
+    if granted is None:
+        return False
+    # The system may make every legal move; a user only the ones granted to users.
+    return actor is SYSTEM or granted is USER
+
+
+def job_may(current: JobStatus, target: JobStatus, actor: Actor) -> bool:
+    return _allowed(JOB_TRANSITIONS, current, target, actor)
+
+
+def stage_may(current: StageStatus, target: StageStatus, actor: Actor) -> bool:
+    return _allowed(STAGE_TRANSITIONS, current, target, actor)
+
+
+def task_may(current: TaskStatus, target: TaskStatus, actor: Actor) -> bool:
+    return _allowed(TASK_TRANSITIONS, current, target, actor)
+
+
+def ensure_job_transition(current: JobStatus, target: JobStatus, actor: Actor) -> None:
+    if not job_may(current, target, actor):
+        raise IllegalTransition("JOB", current, target)
+
+
+def ensure_stage_transition(current: StageStatus, target: StageStatus, actor: Actor) -> None:
+    if not stage_may(current, target, actor):
+        raise IllegalTransition("STAGE", current, target)
+
+
+def ensure_task_transition(current: TaskStatus, target: TaskStatus, actor: Actor) -> None:
+    if not task_may(current, target, actor):
+        raise IllegalTransition("TASK", current, target)

@@ -1,0 +1,226 @@
+"""Consequences of a task or stage change: summaries, stage completion or failure, the
+next stage's turn, and the job's status and percentage. All within the caller's
+transaction, so a report and everything it implies commit together."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.models import Job, Stage, Task
+from ..domain.progress import Turn, job_percentage, next_stage_turn, stage_outcome
+from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
+from ..domain.summary import Summary, percentage, summary_field
+from ..domain.transitions import Actor, ensure_job_transition, ensure_stage_transition
+from .loading import load_job
+
+_CLAIMABLE = (TaskStatus.PENDING, TaskStatus.RETRIED)
+_NON_FINAL_TASK = [s for s in TaskStatus if not s.is_final]
+_NON_FINAL_STAGE = [s for s in StageStatus if not s.is_final]
+
+
+def summary_of(stage: Stage) -> Summary:
+    return Summary(
+        pending=stage.pending,
+        in_progress=stage.in_progress,
+        completed=stage.completed,
+        failed=stage.failed,
+        created=stage.created,
+        retried=stage.retried,
+        aborted=stage.aborted,
+    )
+
+
+async def bump_summary(
+    s: AsyncSession, stage_id: uuid.UUID, moves: dict[TaskStatus, int], now: datetime
+) -> Stage:
+    """Apply count deltas to a stage's summary in one atomic UPDATE; returns the stage.
+
+    Increments in SQL rather than read-modify-write, so concurrent claims and reports
+    on the same stage serialise on the row without losing counts.
+    """
+    values: dict[str, object] = {"update_time": now}
+    for status, delta in moves.items():
+        if delta:
+            column = getattr(Stage, summary_field(status))
+            values[summary_field(status)] = column + delta
+    stmt = (
+        update(Stage)
+        .where(Stage.id == stage_id)
+        .values(**values)
+        .returning(Stage)
+        .execution_options(populate_existing=True)
+    )
+    stage = (await s.execute(stmt)).scalar_one()
+    stage.percentage = percentage(stage.completed, summary_of(stage).total)
+    return stage
+
+
+async def recount(s: AsyncSession, stage_ids: list[uuid.UUID], now: datetime) -> None:
+    """Rewrite the summaries of these stages from their tasks (after bulk changes)."""
+    if not stage_ids:
+        return
+    rows = await s.execute(
+        select(Task.stage_id, Task.status, func.count())
+        .where(Task.stage_id.in_(stage_ids))
+        .group_by(Task.stage_id, Task.status)
+    )
+    counts: dict[uuid.UUID, dict[TaskStatus, int]] = {sid: {} for sid in stage_ids}
+    for stage_id, status, n in rows:
+        counts[stage_id][TaskStatus(status)] = n
+    for stage_id, by_status in counts.items():
+        summary = Summary.of(by_status)
+        await s.execute(
+            update(Stage)
+            .where(Stage.id == stage_id)
+            .values(
+                pending=summary.pending,
+                in_progress=summary.in_progress,
+                completed=summary.completed,
+                failed=summary.failed,
+                created=summary.created,
+                retried=summary.retried,
+                aborted=summary.aborted,
+                percentage=percentage(summary.completed, summary.total),
+                update_time=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+
+
+async def open_stage_for_claims(
+    s: AsyncSession, stage_id: uuid.UUID, job_status: JobStatus, now: datetime
+) -> None:
+    """Make the stage's waiting tasks claimable, if the job lets tasks be claimed."""
+    if job_status not in CLAIMING_JOB_STATUSES:
+        return
+    await s.execute(
+        update(Task)
+        .where(Task.stage_id == stage_id, Task.status.in_(_CLAIMABLE), Task.claimable.is_(False))
+        .values(claimable=True)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def job_stages(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
+    await s.flush()  # populate_existing must not overwrite unflushed changes
+    stmt = (
+        select(Stage)
+        .where(Stage.job_id == job_id)
+        .order_by(Stage.stage_order)
+        .execution_options(populate_existing=True)
+    )
+    return list((await s.execute(stmt)).scalars())
+
+
+def _move_stage(stage: Stage, target: StageStatus, now: datetime) -> None:
+    ensure_stage_transition(StageStatus(stage.status), target, Actor.SYSTEM)
+    stage.status = target
+    stage.update_time = now
+
+
+def _move_job(job: Job, target: JobStatus, now: datetime) -> None:
+    ensure_job_transition(JobStatus(job.status), target, Actor.SYSTEM)
+    job.status = target
+    job.update_time = now
+
+
+async def settle_stage(s: AsyncSession, stage: Stage, now: datetime) -> None:
+    """After a task of `stage` changed: complete or fail the stage if it is done."""
+    if StageStatus(stage.status).is_final:
+        return
+    outcome = stage_outcome(summary_of(stage))
+    if outcome is StageStatus.COMPLETED:
+        job = await load_job(s, stage.job_id, lock=True)
+        await complete_stage(s, job, stage, now)
+    elif outcome is StageStatus.FAILED:
+        job = await load_job(s, stage.job_id, lock=True)
+        await fail_job_from(s, job, stage, now)
+
+
+async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime) -> None:
+    """Complete `stage` and give the turn to the next one: activate it, complete it at
+    once if it has no tasks, or leave it WAITING for approval. The job completes after
+    its last stage; a paused job stays paused and completes when resumed."""
+    stages = await job_stages(s, job.id)
+    by_order = {st.stage_order: st for st in stages}
+    current = stage
+    if StageStatus(current.status) is not StageStatus.COMPLETED:
+        _move_stage(current, StageStatus.COMPLETED, now)
+    by_order[current.stage_order] = current
+    while True:
+        nxt = by_order.get(current.stage_order + 1)
+        turn = next_stage_turn(
+            StageStatus(nxt.status) if nxt else None, summary_of(nxt).total if nxt else 0
+        )
+        if turn is Turn.ACTIVATE:
+            assert nxt is not None
+            _move_stage(nxt, StageStatus.PENDING, now)
+            await open_stage_for_claims(s, nxt.id, JobStatus(job.status), now)
+            break
+        if turn is Turn.COMPLETE_EMPTY:
+            assert nxt is not None
+            _move_stage(nxt, StageStatus.PENDING, now)
+            _move_stage(nxt, StageStatus.COMPLETED, now)
+            current = nxt
+            continue
+        if turn is Turn.JOB_DONE and JobStatus(job.status) is not JobStatus.PAUSED:
+            _move_job(job, JobStatus.COMPLETED, now)
+        break
+    job.percentage = job_percentage([StageStatus(st.status) for st in by_order.values()])
+    job.update_time = now
+
+
+async def fail_job_from(s: AsyncSession, job: Job, stage: Stage, now: datetime) -> None:
+    """A task failed for good: its stage and its job fail.
+
+    The stage's tasks that have not started are aborted; running ones may still report.
+    Later stages keep their status (as the reference does) but, the job being final,
+    none of their tasks can be claimed.
+    """
+    _move_stage(stage, StageStatus.FAILED, now)
+    _move_job(job, JobStatus.FAILED, now)
+    await s.flush()
+    await s.execute(
+        update(Task)
+        .where(Task.stage_id == stage.id, Task.status.in_(_CLAIMABLE))
+        .values(status=TaskStatus.ABORTED, claimable=False, update_time=now, end_time=now)
+        .execution_options(synchronize_session=False)
+    )
+    await close_job_for_claims(s, job.id)
+    await recount(s, [stage.id], now)
+
+
+async def close_job_for_claims(s: AsyncSession, job_id: uuid.UUID) -> None:
+    await s.execute(
+        update(Task)
+        .where(Task.job_id == job_id, Task.claimable.is_(True))
+        .values(claimable=False)
+        .execution_options(synchronize_session=False)
+    )
+
+
+async def abort_unfinished(s: AsyncSession, job: Job, now: datetime) -> None:
+    """Every non-final stage and task of the job becomes ABORTED; none stays claimable."""
+    await s.flush()
+    touched = list(
+        (
+            await s.execute(
+                update(Task)
+                .where(Task.job_id == job.id, Task.status.in_(_NON_FINAL_TASK))
+                .values(status=TaskStatus.ABORTED, claimable=False, update_time=now, end_time=now)
+                .returning(Task.stage_id)
+                .execution_options(synchronize_session=False)
+            )
+        ).scalars()
+    )
+    await s.execute(
+        update(Stage)
+        .where(Stage.job_id == job.id, Stage.status.in_(_NON_FINAL_STAGE))
+        .values(status=StageStatus.ABORTED, update_time=now)
+        .execution_options(synchronize_session=False)
+    )
+    await recount(s, sorted(set(touched)), now)

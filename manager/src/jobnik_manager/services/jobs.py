@@ -1,0 +1,157 @@
+"""Job use cases: create (optionally with stages and tasks), read, find, control, delete."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, exists, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..api.schemas import JobCreate
+from ..db.models import Job, Stage, Task
+from ..db.types import utcnow
+from ..domain.errors import RuleViolation
+from ..domain.progress import resumed_job_status
+from ..domain.statuses import JobStatus, Priority, StageStatus
+from ..domain.transitions import Actor, ensure_job_transition
+from .cascade import (
+    abort_unfinished,
+    close_job_for_claims,
+    job_stages,
+    open_stage_for_claims,
+)
+from .loading import load_job
+from .pages import PageRequest, PageResult, paginate
+from .stages import insert_stage
+from .tracing import new_traceparent
+
+
+async def create_job(s: AsyncSession, payload: JobCreate) -> Job:
+    now = utcnow()
+    job = Job(
+        id=uuid.uuid4(),
+        name=payload.name,
+        data=payload.data,
+        user_metadata=payload.user_metadata,
+        priority=payload.priority,
+        status=JobStatus.PENDING,
+        percentage=0,
+        traceparent=payload.traceparent or new_traceparent(),
+        tracestate=payload.tracestate,
+        creation_time=now,
+        update_time=now,
+    )
+    s.add(job)
+    await s.flush()
+    previous: Stage | None = None
+    for order, stage_payload in enumerate(payload.stages or [], start=1):
+        previous = await insert_stage(s, job, stage_payload, order, previous, now)
+    return job
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    name: str | None = None
+    from_date: datetime | None = None
+    end_date: datetime | None = None
+    priority: Priority | None = None
+
+
+async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageResult[Job]:
+    stmt = select(Job).order_by(Job.creation_time, Job.id)
+    if f.name is not None:
+        stmt = stmt.where(Job.name == f.name)
+    if f.from_date is not None:
+        stmt = stmt.where(Job.creation_time >= f.from_date)
+    if f.end_date is not None:
+        stmt = stmt.where(Job.creation_time <= f.end_date)
+    if f.priority is not None:
+        stmt = stmt.where(Job.priority == f.priority)
+    return await paginate(s, stmt, page)
+
+
+async def stages_by_job(s: AsyncSession, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[Stage]]:
+    grouped: dict[uuid.UUID, list[Stage]] = {jid: [] for jid in job_ids}
+    if job_ids:
+        rows = await s.execute(
+            select(Stage).where(Stage.job_id.in_(job_ids)).order_by(Stage.stage_order)
+        )
+        for stage in rows.scalars():
+            grouped[stage.job_id].append(stage)
+    return grouped
+
+
+async def replace_user_metadata(
+    s: AsyncSession, job_id: uuid.UUID, metadata: dict[str, Any]
+) -> None:
+    job = await load_job(s, job_id, lock=True)
+    job.user_metadata = metadata
+    job.update_time = utcnow()
+
+
+async def change_priority(s: AsyncSession, job_id: uuid.UUID, priority: Priority) -> bool:
+    """Returns False when the job already had this priority (nothing changes)."""
+    job = await load_job(s, job_id, lock=True)
+    if job.priority == priority:
+        return False
+    job.priority = priority
+    job.update_time = utcnow()
+    # The claim index orders by the task's copy of the priority.
+    await s.execute(
+        update(Task)
+        .where(Task.job_id == job_id)
+        .values(priority_rank=priority.rank)
+        .execution_options(synchronize_session=False)
+    )
+    return True
+
+
+async def change_status(s: AsyncSession, job_id: uuid.UUID, target: JobStatus) -> None:
+    """A person pauses, resumes or aborts the job."""
+    now = utcnow()
+    job = await load_job(s, job_id, lock=True)
+    ensure_job_transition(JobStatus(job.status), target, Actor.USER)
+    if target is JobStatus.PAUSED:
+        job.status = JobStatus.PAUSED
+        await close_job_for_claims(s, job.id)
+    elif target is JobStatus.ABORTED:
+        job.status = JobStatus.ABORTED
+        await abort_unfinished(s, job, now)
+    else:
+        await _resume(s, job, now)
+    job.update_time = now
+
+
+async def _resume(s: AsyncSession, job: Job, now: datetime) -> None:
+    stages = await job_stages(s, job.id)
+    started = (
+        await s.execute(select(exists().where(Task.job_id == job.id, Task.start_time.is_not(None))))
+    ).scalar_one()
+    implied = resumed_job_status([StageStatus(st.status) for st in stages], bool(started))
+    job.status = implied
+    if implied is JobStatus.COMPLETED:
+        job.percentage = 100
+        return
+    for stage in stages:
+        if StageStatus(stage.status).is_active:
+            await open_stage_for_claims(s, stage.id, implied, now)
+        elif StageStatus(stage.status) is StageStatus.COMPLETED:
+            continue
+        else:
+            break
+
+
+async def delete_job(s: AsyncSession, job_id: uuid.UUID) -> None:
+    job = await load_job(s, job_id, lock=True)
+    if not JobStatus(job.status).is_final:
+        raise RuleViolation(
+            f"Job is {job.status}; only a COMPLETED, FAILED or ABORTED job can be deleted",
+            code="JOB_NOT_IN_FINITE_STATE",
+        )
+    # Explicit deletes, children first, so the cascade does not depend on the driver.
+    await s.execute(delete(Task).where(Task.job_id == job_id))
+    await s.execute(delete(Stage).where(Stage.job_id == job_id))
+    await s.execute(delete(Job).where(Job.id == job_id))

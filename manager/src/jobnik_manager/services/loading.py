@@ -1,0 +1,53 @@
+"""Fetching one entity by id, optionally row-locked, or the not-found error."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.models import Job, Stage, Task
+from ..domain.errors import JobNotFound, StageNotFound, TaskNotFound
+
+
+async def load_job(s: AsyncSession, job_id: uuid.UUID, *, lock: bool = False) -> Job:
+    await s.flush()  # populate_existing must not overwrite unflushed changes
+    stmt = select(Job).where(Job.id == job_id).execution_options(populate_existing=True)
+    if lock:
+        stmt = stmt.with_for_update()
+    job = (await s.execute(stmt)).scalar_one_or_none()
+    if job is None:
+        raise JobNotFound()
+    return job
+
+
+async def load_stage(s: AsyncSession, stage_id: uuid.UUID, *, lock: bool = False) -> Stage:
+    await s.flush()  # populate_existing must not overwrite unflushed changes
+    stmt = select(Stage).where(Stage.id == stage_id).execution_options(populate_existing=True)
+    if lock:
+        stmt = stmt.with_for_update()
+    stage = (await s.execute(stmt)).scalar_one_or_none()
+    if stage is None:
+        raise StageNotFound()
+    return stage
+
+
+async def load_task(s: AsyncSession, task_id: uuid.UUID, *, lock: bool = False) -> Task:
+    await s.flush()  # populate_existing must not overwrite unflushed changes
+    stmt = select(Task).where(Task.id == task_id).execution_options(populate_existing=True)
+    if lock:
+        stmt = stmt.with_for_update()
+    task = (await s.execute(stmt)).scalar_one_or_none()
+    if task is None:
+        raise TaskNotFound()
+    return task
+
+
+async def lock_job_of_stage(s: AsyncSession, stage_id: uuid.UUID) -> tuple[Job, Stage]:
+    """The stage and its job, locked in the house order (job first)."""
+    job_id = (await s.execute(select(Stage.job_id).where(Stage.id == stage_id))).scalar()
+    if job_id is None:
+        raise StageNotFound()
+    job = await load_job(s, job_id, lock=True)
+    return job, await load_stage(s, stage_id, lock=True)

@@ -1,0 +1,218 @@
+"""Stage use cases: append to a job, approve (set PENDING), add tasks, read and find."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..api.schemas import StageCreate, TaskCreate
+from ..db.models import Job, Stage, Task
+from ..db.types import utcnow
+from ..domain.errors import IllegalTransition, RuleViolation
+from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, Priority, StageStatus, TaskStatus
+from ..domain.transitions import Actor, ensure_stage_transition
+from .cascade import bump_summary, complete_stage, job_stages, open_stage_for_claims, summary_of
+from .loading import load_job, load_stage, lock_job_of_stage
+from .pages import PageRequest, PageResult, paginate
+from .tracing import new_traceparent
+
+
+def _initial_status(payload: StageCreate, previous: Stage | None) -> StageStatus:
+    if payload.start_as_waiting:
+        return StageStatus.WAITING
+    # Its turn has come if it is first, or if every stage before it is done.
+    if previous is None or StageStatus(previous.status) is StageStatus.COMPLETED:
+        return StageStatus.PENDING
+    return StageStatus.CREATED
+
+
+async def insert_stage(
+    s: AsyncSession,
+    job: Job,
+    payload: StageCreate,
+    order: int,
+    previous: Stage | None,
+    now: datetime,
+) -> Stage:
+    """Insert a stage at `order` (the caller holds the job's lock) and its tasks, if any."""
+    stage = Stage(
+        id=uuid.uuid4(),
+        job_id=job.id,
+        type=payload.type,
+        stage_order=order,
+        data=payload.data,
+        user_metadata=payload.user_metadata,
+        status=_initial_status(payload, previous),
+        percentage=0,
+        created=0,
+        pending=0,
+        in_progress=0,
+        retried=0,
+        completed=0,
+        failed=0,
+        aborted=0,
+        traceparent=payload.traceparent or new_traceparent(job.traceparent),
+        tracestate=payload.tracestate,
+        creation_time=now,
+        update_time=now,
+    )
+    s.add(stage)
+    await s.flush()
+    if payload.tasks:
+        await insert_tasks(s, job, stage, payload.tasks, now)
+    return stage
+
+
+async def add_stage(s: AsyncSession, job_id: uuid.UUID, payload: StageCreate) -> Stage:
+    now = utcnow()
+    # The job's row lock serialises concurrent appends, so orders never collide.
+    job = await load_job(s, job_id, lock=True)
+    if JobStatus(job.status).is_final:
+        raise RuleViolation(
+            f"Job is {job.status}; stages cannot be added to a finished job",
+            code="JOB_IN_FINITE_STATE",
+        )
+    last = (
+        await s.execute(
+            select(Stage).where(Stage.job_id == job_id).order_by(Stage.stage_order.desc()).limit(1)
+        )
+    ).scalar_one_or_none()
+    order = last.stage_order + 1 if last else 1
+    stage = await insert_stage(s, job, payload, order, last, now)
+    job.update_time = now
+    return stage
+
+
+async def insert_tasks(
+    s: AsyncSession, job: Job, stage: Stage, payloads: Sequence[TaskCreate], now: datetime
+) -> list[Task]:
+    status = StageStatus(stage.status)
+    if status.is_final:
+        raise RuleViolation(
+            f"Stage is {stage.status}; tasks cannot be added to a finished stage",
+            code="STAGE_IN_FINITE_STATE",
+        )
+    if status is StageStatus.IN_PROGRESS:
+        raise RuleViolation(
+            "Tasks cannot be added to a stage that is IN_PROGRESS",
+            code="NOT_ALLOWED_TO_ADD_TASKS_TO_IN_PROGRESS_STAGE",
+        )
+    claimable = status.is_active and JobStatus(job.status) in CLAIMING_JOB_STATUSES
+    rank = Priority(job.priority).rank
+    tasks = [
+        Task(
+            id=uuid.uuid4(),
+            stage_id=stage.id,
+            job_id=job.id,
+            stage_type=stage.type,
+            priority_rank=rank,
+            claimable=claimable,
+            status=TaskStatus.PENDING,
+            attempts=0,
+            max_attempts=p.max_attempts,
+            data=p.data,
+            user_metadata=p.user_metadata,
+            traceparent=p.traceparent or new_traceparent(stage.traceparent),
+            tracestate=p.tracestate,
+            creation_time=now,
+            update_time=now,
+        )
+        for p in payloads
+    ]
+    s.add_all(tasks)
+    await s.flush()
+    await bump_summary(s, stage.id, {TaskStatus.PENDING: len(tasks)}, now)
+    return tasks
+
+
+async def add_tasks(
+    s: AsyncSession, stage_id: uuid.UUID, payloads: Sequence[TaskCreate]
+) -> list[Task]:
+    job, stage = await lock_job_of_stage(s, stage_id)
+    return await insert_tasks(s, job, stage, payloads, utcnow())
+
+
+async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
+    """Set the stage PENDING: the approval of a WAITING stage, or an early start of a
+    CREATED one. Only once the stage before it has completed."""
+    now = utcnow()
+    job, stage = await lock_job_of_stage(s, stage_id)
+    current = StageStatus(stage.status)
+    if current is StageStatus.PENDING:
+        return
+    if JobStatus(job.status).is_final:
+        raise IllegalTransition("STAGE", current, StageStatus.PENDING)
+    ensure_stage_transition(current, StageStatus.PENDING, Actor.USER)
+    if stage.stage_order > 1:
+        previous_status = (
+            await s.execute(
+                select(Stage.status).where(
+                    Stage.job_id == stage.job_id, Stage.stage_order == stage.stage_order - 1
+                )
+            )
+        ).scalar_one()
+        if previous_status != StageStatus.COMPLETED:
+            raise RuleViolation(
+                "Previous stage is not COMPLETED", code="ILLEGAL_STAGE_STATUS_TRANSITION"
+            )
+    stage.status = StageStatus.PENDING
+    stage.update_time = now
+    if summary_of(stage).total == 0:
+        await complete_stage(s, job, stage, now)  # nothing to run: its turn passes at once
+    else:
+        await open_stage_for_claims(s, stage.id, JobStatus(job.status), now)
+
+
+async def replace_user_metadata(
+    s: AsyncSession, stage_id: uuid.UUID, metadata: dict[str, Any]
+) -> None:
+    stage = await load_stage(s, stage_id, lock=True)
+    stage.user_metadata = metadata
+    stage.update_time = utcnow()
+
+
+async def stages_of_job(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
+    await load_job(s, job_id)
+    return await job_stages(s, job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class StageFilter:
+    job_id: uuid.UUID | None = None
+    stage_type: str | None = None
+    status: StageStatus | None = None
+
+
+async def find_stages(s: AsyncSession, f: StageFilter, page: PageRequest) -> PageResult[Stage]:
+    stmt = select(Stage).order_by(Stage.creation_time, Stage.stage_order, Stage.id)
+    if f.job_id is not None:
+        stmt = stmt.where(Stage.job_id == f.job_id)
+    if f.stage_type is not None:
+        stmt = stmt.where(Stage.type == f.stage_type)
+    if f.status is not None:
+        stmt = stmt.where(Stage.status == f.status)
+    return await paginate(s, stmt, page)
+
+
+async def tasks_by_stage(
+    s: AsyncSession, stage_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[Task]]:
+    grouped: dict[uuid.UUID, list[Task]] = {sid: [] for sid in stage_ids}
+    if stage_ids:
+        rows = await s.execute(select(Task).where(Task.stage_id.in_(stage_ids)).order_by(Task.seq))
+        for task in rows.scalars():
+            grouped[task.stage_id].append(task)
+    return grouped
+
+
+async def tasks_of_stage(
+    s: AsyncSession, stage_id: uuid.UUID, page: PageRequest
+) -> PageResult[Task]:
+    await load_stage(s, stage_id)
+    return await paginate(s, select(Task).where(Task.stage_id == stage_id).order_by(Task.seq), page)

@@ -1,0 +1,31 @@
+"""Configuration from the environment (prefix JOBNIK_)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="JOBNIK_", env_file=".env", extra="ignore")
+
+    database_url: str = Field(
+        default="sqlite+aiosqlite:///./jobnik.db",
+        description="SQLAlchemy async URL: postgresql+asyncpg://... or sqlite+aiosqlite:///path",
+    )
+    host: str = "127.0.0.1"
+    port: int = 8080
+    log_level: str = "info"
+    db_pool_size: int = Field(default=10, ge=1)
+    auto_migrate: bool | None = Field(
+        default=None,
+        description="Apply migrations when `serve` starts; default: on for SQLite, off otherwise",
+    )
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def migrate_on_start(self) -> bool:
+        return self.is_sqlite if self.auto_migrate is None else self.auto_migrate

@@ -1,0 +1,95 @@
+"""Shared fixtures: a real database per backend (SQLite and PostgreSQL), migrated once
+per run with Alembic and emptied before each test, and an HTTP client on the app."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+from sqlalchemy import text
+
+from jobnik_manager.app import create_app
+from jobnik_manager.db import migrate
+from jobnik_manager.db.engine import Database
+from jobnik_manager.settings import Settings
+
+from .support.api import Api
+
+POSTGRES_URL = os.environ.get(
+    "JOBNIK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_test"
+)
+# CI sets this so that an unreachable PostgreSQL fails the run instead of skipping.
+REQUIRE_POSTGRES = os.environ.get("JOBNIK_TEST_REQUIRE_POSTGRES", "") not in ("", "0", "false")
+
+
+async def _recreate_postgres_database(url: str) -> None:
+    dsn = url.replace("postgresql+asyncpg://", "postgresql://")
+    base, _, name = dsn.rpartition("/")
+    conn = await asyncpg.connect(f"{base}/postgres", timeout=5)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    try:
+        asyncio.run(_recreate_postgres_database(POSTGRES_URL))
+    except (OSError, asyncpg.PostgresError) as exc:
+        if REQUIRE_POSTGRES:
+            pytest.fail(f"PostgreSQL is required but unreachable at {POSTGRES_URL}: {exc}")
+        pytest.skip(f"PostgreSQL unreachable at {POSTGRES_URL}: {exc}")
+    migrate.upgrade(POSTGRES_URL)
+    return POSTGRES_URL
+
+
+@pytest.fixture(scope="session")
+def sqlite_url() -> Iterator[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite+aiosqlite:///{Path(tmp) / 'jobnik.db'}"
+        migrate.upgrade(url)
+        yield url
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
+
+
+async def _empty(db: Database) -> None:
+    async with db.engine.begin() as conn:
+        if db.is_sqlite:
+            for table in ("tasks", "stages", "jobs"):
+                await conn.execute(text(f"DELETE FROM {table}"))
+        else:
+            await conn.execute(text("TRUNCATE tasks, stages, jobs"))
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url, pool_size=20)
+    await _empty(database)
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+async def client(db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(Settings(database_url=db.url), database=db)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://manager") as c:
+        yield c
+
+
+@pytest.fixture
+def api(client: httpx.AsyncClient) -> Api:
+    return Api(client)

@@ -1,0 +1,61 @@
+"""Checks of DESIGN.md's invariants straight against the database."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from jobnik_manager.db.engine import Database
+from jobnik_manager.db.models import Job, Stage, Task
+from jobnik_manager.domain.statuses import (
+    CLAIMING_JOB_STATUSES,
+    JobStatus,
+    StageStatus,
+    TaskStatus,
+)
+
+SUMMARY_COLUMNS = {
+    TaskStatus.PENDING: "pending",
+    TaskStatus.IN_PROGRESS: "in_progress",
+    TaskStatus.COMPLETED: "completed",
+    TaskStatus.FAILED: "failed",
+    TaskStatus.CREATED: "created",
+    TaskStatus.RETRIED: "retried",
+    TaskStatus.ABORTED: "aborted",
+}
+
+
+async def assert_invariants(db: Database) -> None:
+    """Summaries equal a recount; the claimable flag agrees with task, stage and job
+    statuses; final jobs hold no claimable task; completed jobs have only completed
+    stages and tasks."""
+    async with db.sessions() as s:
+        stages = {st.id: st for st in (await s.execute(select(Stage))).scalars()}
+        jobs = {j.id: j for j in (await s.execute(select(Job))).scalars()}
+        counts: dict[tuple[object, str], int] = {}
+        for stage_id, status, n in await s.execute(
+            select(Task.stage_id, Task.status, func.count()).group_by(Task.stage_id, Task.status)
+        ):
+            counts[(stage_id, status)] = n
+        for st in stages.values():
+            for status, column in SUMMARY_COLUMNS.items():
+                assert getattr(st, column) == counts.get((st.id, status), 0), (
+                    f"stage {st.id} summary {column}={getattr(st, column)} "
+                    f"but recount={counts.get((st.id, status), 0)}"
+                )
+        for task in (await s.execute(select(Task))).scalars():
+            st, job = stages[task.stage_id], jobs[task.job_id]
+            should = (
+                TaskStatus(task.status).is_claimable
+                and StageStatus(st.status).is_active
+                and JobStatus(job.status) in CLAIMING_JOB_STATUSES
+            )
+            assert task.claimable == should, f"task {task.id} claimable={task.claimable}"
+            assert task.stage_type == st.type
+            if JobStatus(job.status) is JobStatus.COMPLETED:
+                assert task.status == TaskStatus.COMPLETED
+        for job in jobs.values():
+            if JobStatus(job.status) is JobStatus.COMPLETED:
+                assert all(
+                    st.status == StageStatus.COMPLETED for st in stages.values() if st.job_id == job.id
+                )
+                assert job.percentage == 100
