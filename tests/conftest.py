@@ -12,12 +12,11 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
-from sqlalchemy import text
-
 from jobnik_manager.app import create_app
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings
+from sqlalchemy import text
 
 from .support.api import Api
 
@@ -28,27 +27,30 @@ POSTGRES_URL = os.environ.get(
 REQUIRE_POSTGRES = os.environ.get("JOBNIK_TEST_REQUIRE_POSTGRES", "") not in ("", "0", "false")
 
 
-async def _recreate_postgres_database(url: str) -> None:
-    dsn = url.replace("postgresql+asyncpg://", "postgresql://")
-    base, _, name = dsn.rpartition("/")
+async def _admin(url: str, *statements: str) -> None:
+    base = url.replace("postgresql+asyncpg://", "postgresql://").rpartition("/")[0]
     conn = await asyncpg.connect(f"{base}/postgres", timeout=5)
     try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{name}"')
+        for statement in statements:
+            await conn.execute(statement)
     finally:
         await conn.close()
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> str:
+def postgres_url() -> Iterator[str]:
+    # A database of this run's own, so that concurrent runs never disturb each other.
+    url = f"{POSTGRES_URL}_{os.getpid()}"
+    name = url.rpartition("/")[2]
     try:
-        asyncio.run(_recreate_postgres_database(POSTGRES_URL))
+        asyncio.run(_admin(url, f'DROP DATABASE IF EXISTS "{name}"', f'CREATE DATABASE "{name}"'))
     except (OSError, asyncpg.PostgresError) as exc:
         if REQUIRE_POSTGRES:
             pytest.fail(f"PostgreSQL is required but unreachable at {POSTGRES_URL}: {exc}")
         pytest.skip(f"PostgreSQL unreachable at {POSTGRES_URL}: {exc}")
-    migrate.upgrade(POSTGRES_URL)
-    return POSTGRES_URL
+    migrate.upgrade(url)
+    yield url
+    asyncio.run(_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="session")

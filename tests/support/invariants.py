@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
-
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Job, Stage, Task
 from jobnik_manager.domain.statuses import (
@@ -12,6 +10,7 @@ from jobnik_manager.domain.statuses import (
     StageStatus,
     TaskStatus,
 )
+from sqlalchemy import func, select
 
 SUMMARY_COLUMNS = {
     TaskStatus.PENDING: "pending",
@@ -56,6 +55,8 @@ async def assert_invariants(db: Database) -> None:
         for job in jobs.values():
             if JobStatus(job.status) is JobStatus.COMPLETED:
                 assert all(
-                    st.status == StageStatus.COMPLETED for st in stages.values() if st.job_id == job.id
+                    st.status == StageStatus.COMPLETED
+                    for st in stages.values()
+                    if st.job_id == job.id
                 )
                 assert job.percentage == 100

@@ -19,6 +19,8 @@ from fastapi import FastAPI
 from .settings import Settings
 
 log = logging.getLogger("jobnik_manager.demo")
+# Each request would be logged between the progress lines otherwise.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def attach_demo(app: FastAPI, settings: Settings) -> None:

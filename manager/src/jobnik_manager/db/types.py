@@ -6,11 +6,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, DateTime
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-JsonColumn = JSON().with_variant(JSONB(), "postgresql")
+# Plain `json` on PostgreSQL, not jsonb: clients get back exactly the numbers they sent
+# (jsonb rewrites 1.5e300 as a 301-digit integer).
+JsonColumn = JSON()
 
 
 class UtcDateTime(TypeDecorator[datetime]):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import IllegalTransition
 from .statuses import TaskStatus
-from .transitions import Actor, ensure_task_transition
+from .transitions import USER_TASK_TARGETS, Actor, ensure_task_transition
 
 # The reference stores 1 when a task is created without maxAttempts.
 DEFAULT_MAX_ATTEMPTS = 1
@@ -25,6 +26,8 @@ def apply_report(
     A FAILED report spends an attempt; the task is offered again (RETRIED) while
     attempts remain, and fails for good once they are spent.
     """
+    if reported not in USER_TASK_TARGETS:
+        raise IllegalTransition("TASK", current, reported)
     ensure_task_transition(current, reported, Actor.USER)
     if reported is TaskStatus.COMPLETED:
         return ReportOutcome(TaskStatus.COMPLETED, attempts)

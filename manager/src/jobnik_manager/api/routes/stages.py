@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Path, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...domain.errors import TaskNotFound
@@ -32,7 +32,7 @@ ERRORS: dict[int | str, dict[str, object]] = {
     400: {"model": ErrorMessage},
     404: {"model": ErrorMessage},
 }
-StageTypeParam = Annotated[str, Query(min_length=1, max_length=50)]
+StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
 
 
 @router.get("", response_model=Page[StageOut], response_model_exclude_none=True)
@@ -142,7 +142,7 @@ async def add_tasks(
     response_model_exclude_none=True,
     responses=ERRORS,
 )
-async def dequeue(db: DatabaseDep, stageType: Annotated[str, StageTypeParam]) -> TaskOut:
+async def dequeue(db: DatabaseDep, stageType: StageTypePath) -> TaskOut:
     async def work(s: AsyncSession) -> TaskOut:
         task = await task_service.claim(s, stageType)
         if task is None:

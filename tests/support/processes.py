@@ -1,0 +1,64 @@
+"""Real manager processes for tests that need them (concurrency, multiple replicas)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def manager_process(database_url: str, **env: str) -> Iterator[str]:
+    """Start `jobnik-manager serve` on a free port; yield its base URL; stop it."""
+    port = free_port()
+    environment = {
+        **os.environ,
+        "JOBNIK_DATABASE_URL": database_url,
+        "JOBNIK_PORT": str(port),
+        "JOBNIK_HOST": "127.0.0.1",
+        "JOBNIK_LOG_LEVEL": "warning",
+        "JOBNIK_DB_POOL_SIZE": "10",
+        **env,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobnik_manager.cli", "serve"],
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"manager exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+                )
+            try:
+                if httpx.get(f"{base_url}/readiness", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("manager did not become ready within 30 s")
+            time.sleep(0.1)
+        yield base_url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

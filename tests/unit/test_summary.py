@@ -1,0 +1,266 @@
+"""Stage summaries: task counts by status, and the percentage helper."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from jobnik_manager.domain.statuses import TaskStatus
+from jobnik_manager.domain.summary import Summary, percentage, summary_field
+
+ALL_FIELDS = ("pending", "in_progress", "completed", "failed", "created", "retried", "aborted")
+
+# TaskStatus wire value -> Summary field, written out by hand.
+FIELD_OF = {
+    "CREATED": "created",
+    "PENDING": "pending",
+    "IN_PROGRESS": "in_progress",
+    "RETRIED": "retried",
+    "COMPLETED": "completed",
+    "FAILED": "failed",
+    "ABORTED": "aborted",
+}
+
+
+def test_empty_summary() -> None:
+    s = Summary()
+    assert s.total == 0
+    for name in ALL_FIELDS:
+        assert getattr(s, name) == 0
+    assert not s.all_completed
+
+
+def test_summary_has_exactly_the_expected_fields() -> None:
+    assert {f.name for f in dataclasses.fields(Summary)} == set(ALL_FIELDS)
+
+
+def test_summary_is_frozen() -> None:
+    s = Summary()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.pending = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("counts", "total"),
+    [
+        ({}, 0),
+        ({"pending": 1}, 1),
+        ({"in_progress": 2}, 2),
+        ({"completed": 3}, 3),
+        ({"failed": 4}, 4),
+        ({"created": 5}, 5),
+        ({"retried": 6}, 6),
+        ({"aborted": 7}, 7),
+        ({"pending": 1, "completed": 2}, 3),
+        ({"created": 10, "aborted": 5, "failed": 1}, 16),
+        (
+            {
+                "pending": 1,
+                "in_progress": 2,
+                "completed": 3,
+                "failed": 4,
+                "created": 5,
+                "retried": 6,
+                "aborted": 7,
+            },
+            28,
+        ),
+    ],
+)
+def test_total_is_the_sum_of_all_counts(counts: dict[str, int], total: int) -> None:
+    assert Summary(**counts).total == total
+
+
+@pytest.mark.parametrize("status", list(TaskStatus), ids=str)
+def test_summary_field(status: TaskStatus) -> None:
+    assert summary_field(status) == FIELD_OF[status.value]
+
+
+@pytest.mark.parametrize("status", list(TaskStatus), ids=str)
+def test_count_reads_the_matching_field(status: TaskStatus) -> None:
+    s = Summary(**{FIELD_OF[status.value]: 9})
+    assert s.count(status) == 9
+    for other in TaskStatus:
+        if other is not status:
+            assert s.count(other) == 0
+
+
+@pytest.mark.parametrize("status", list(TaskStatus), ids=str)
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_added_increments_one_field(status: TaskStatus, n: int) -> None:
+    base = Summary(pending=1, completed=2)
+    after = base.added(status, n)
+    assert after.count(status) == base.count(status) + n
+    assert after.total == base.total + n
+    for other in TaskStatus:
+        if other is not status:
+            assert after.count(other) == base.count(other)
+    # The original is untouched.
+    assert base == Summary(pending=1, completed=2)
+
+
+def test_added_defaults_to_one() -> None:
+    assert Summary().added(TaskStatus.PENDING) == Summary(pending=1)
+
+
+@pytest.mark.parametrize("status", list(TaskStatus), ids=str)
+def test_added_below_zero_raises(status: TaskStatus) -> None:
+    with pytest.raises(ValueError, match="negative"):
+        Summary().added(status, -1)
+
+
+def test_added_down_to_exactly_zero_is_fine() -> None:
+    assert Summary(failed=2).added(TaskStatus.FAILED, -2) == Summary()
+
+
+@pytest.mark.parametrize(
+    ("start", "source", "target", "n", "expected"),
+    [
+        (Summary(pending=1), TaskStatus.PENDING, TaskStatus.IN_PROGRESS, 1, Summary(in_progress=1)),
+        (
+            Summary(in_progress=2),
+            TaskStatus.IN_PROGRESS,
+            TaskStatus.COMPLETED,
+            1,
+            Summary(in_progress=1, completed=1),
+        ),
+        (Summary(in_progress=1), TaskStatus.IN_PROGRESS, TaskStatus.FAILED, 1, Summary(failed=1)),
+        (Summary(in_progress=1), TaskStatus.IN_PROGRESS, TaskStatus.RETRIED, 1, Summary(retried=1)),
+        (Summary(retried=1), TaskStatus.RETRIED, TaskStatus.IN_PROGRESS, 1, Summary(in_progress=1)),
+        (Summary(created=5), TaskStatus.CREATED, TaskStatus.PENDING, 5, Summary(pending=5)),
+        (
+            Summary(created=3, pending=2),
+            TaskStatus.PENDING,
+            TaskStatus.ABORTED,
+            2,
+            Summary(created=3, aborted=2),
+        ),
+        (Summary(pending=4), TaskStatus.PENDING, TaskStatus.PENDING, 2, Summary(pending=4)),
+        (Summary(pending=4), TaskStatus.PENDING, TaskStatus.COMPLETED, 0, Summary(pending=4)),
+    ],
+)
+def test_moved(
+    start: Summary, source: TaskStatus, target: TaskStatus, n: int, expected: Summary
+) -> None:
+    after = start.moved(source, target, n)
+    assert after == expected
+    assert after.total == start.total
+
+
+def test_moved_defaults_to_one() -> None:
+    assert Summary(pending=2).moved(TaskStatus.PENDING, TaskStatus.IN_PROGRESS) == Summary(
+        pending=1, in_progress=1
+    )
+
+
+@pytest.mark.parametrize(
+    ("start", "source", "target", "n"),
+    [
+        (Summary(), TaskStatus.PENDING, TaskStatus.IN_PROGRESS, 1),
+        (Summary(pending=1), TaskStatus.PENDING, TaskStatus.IN_PROGRESS, 2),
+        (Summary(completed=3), TaskStatus.IN_PROGRESS, TaskStatus.COMPLETED, 1),
+        (Summary(retried=0, failed=9), TaskStatus.RETRIED, TaskStatus.ABORTED, 1),
+    ],
+)
+def test_moving_below_zero_raises(
+    start: Summary, source: TaskStatus, target: TaskStatus, n: int
+) -> None:
+    with pytest.raises(ValueError, match="negative"):
+        start.moved(source, target, n)
+
+
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ({}, Summary()),
+        ({TaskStatus.PENDING: 2}, Summary(pending=2)),
+        ({TaskStatus.IN_PROGRESS: 1, TaskStatus.RETRIED: 4}, Summary(in_progress=1, retried=4)),
+        (
+            {
+                TaskStatus.CREATED: 1,
+                TaskStatus.PENDING: 2,
+                TaskStatus.IN_PROGRESS: 3,
+                TaskStatus.RETRIED: 4,
+                TaskStatus.COMPLETED: 5,
+                TaskStatus.FAILED: 6,
+                TaskStatus.ABORTED: 7,
+            },
+            Summary(
+                created=1,
+                pending=2,
+                in_progress=3,
+                retried=4,
+                completed=5,
+                failed=6,
+                aborted=7,
+            ),
+        ),
+    ],
+)
+def test_of(counts: dict[TaskStatus, int], expected: Summary) -> None:
+    s = Summary.of(counts)
+    assert s == expected
+    assert s.total == sum(counts.values())
+    for status, n in counts.items():
+        assert s.count(status) == n
+
+
+@pytest.mark.parametrize(
+    ("summary", "expected"),
+    [
+        (Summary(), False),
+        (Summary(completed=1), True),
+        (Summary(completed=5), True),
+        (Summary(completed=4, pending=1), False),
+        (Summary(completed=4, in_progress=1), False),
+        (Summary(completed=4, retried=1), False),
+        (Summary(completed=4, created=1), False),
+        (Summary(completed=4, failed=1), False),
+        (Summary(completed=4, aborted=1), False),
+        (Summary(pending=3), False),
+        (Summary(aborted=3), False),
+    ],
+)
+def test_all_completed(summary: Summary, expected: bool) -> None:
+    assert summary.all_completed is expected
+
+
+@pytest.mark.parametrize(
+    ("done", "total", "expected"),
+    [
+        (0, 0, 0),
+        (5, 0, 0),
+        (0, -1, 0),
+        (0, 1, 0),
+        (1, 1, 100),
+        (1, 2, 50),
+        (1, 3, 33),
+        (2, 3, 66),
+        (3, 3, 100),
+        (1, 4, 25),
+        (3, 4, 75),
+        (1, 6, 16),
+        (5, 6, 83),
+        (1, 7, 14),
+        (6, 7, 85),
+        (2, 9, 22),
+        (8, 9, 88),
+        (99, 100, 99),
+        (199, 200, 99),
+        (1, 200, 0),
+        (999, 1000, 99),
+        (1, 1000, 0),
+        (0, 10, 0),
+        (10, 10, 100),
+    ],
+)
+def test_percentage(done: int, total: int, expected: int) -> None:
+    assert percentage(done, total) == expected
+
+
+@pytest.mark.parametrize("total", range(1, 30))
+def test_percentage_is_floor_for_every_fraction(total: int) -> None:
+    for done in range(total + 1):
+        result = percentage(done, total)
+        assert isinstance(result, int)
+        assert result * total <= 100 * done < (result + 1) * total
