@@ -22,8 +22,6 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-from sqlalchemy import insert, text
-
 from jobnik_manager.app import create_app
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
@@ -31,6 +29,7 @@ from jobnik_manager.db.models import Job, Stage, Task
 from jobnik_manager.db.types import utcnow
 from jobnik_manager.services.tasks import claim
 from jobnik_manager.settings import Settings
+from sqlalchemy import insert, text
 
 STAGE_TYPE = "bench"
 DEFAULT_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_bench"
@@ -38,7 +37,7 @@ DEFAULT_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_bench"
 
 async def recreate(url: str) -> None:
     if url.startswith("sqlite"):
-        Path(url.split("///", 1)[1]).unlink(missing_ok=True)
+        await asyncio.to_thread(Path(url.split("///", 1)[1]).unlink, missing_ok=True)
         return
     base, _, name = url.replace("postgresql+asyncpg://", "postgresql://").rpartition("/")
     conn = await asyncpg.connect(f"{base}/postgres")
