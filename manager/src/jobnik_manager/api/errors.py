@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..domain.errors import DomainError
@@ -55,6 +56,17 @@ def install_error_handlers(app: FastAPI) -> None:
         )
         return JSONResponse(
             error_body(str(exc.detail), code), status_code=exc.status_code, headers=exc.headers
+        )
+
+    # The database being unreachable is the server's trouble, not the request's: 503,
+    # so clients and load balancers retry rather than give up.
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    @app.exception_handler(OSError)
+    async def _database_down(_: Request, exc: Exception) -> JSONResponse:
+        log.error("database unavailable: %s", exc)
+        return JSONResponse(
+            error_body("The database is unavailable", "DATABASE_RELATED_ERROR"), status_code=503
         )
 
     @app.exception_handler(Exception)

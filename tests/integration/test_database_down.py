@@ -1,0 +1,28 @@
+"""An unreachable database answers 503 `{message, code}`, never a bare 500."""
+
+from __future__ import annotations
+
+import httpx
+
+from jobnik_manager.app import create_app
+from jobnik_manager.db.engine import Database
+from jobnik_manager.settings import Settings
+
+from ..support.processes import free_port
+
+
+async def test_unreachable_database_is_503() -> None:
+    url = f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/nowhere"
+    db = Database(url)
+    app = create_app(Settings(database_url=url), database=db)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://m") as client:
+            for method, path in (("GET", "/v1/jobs"), ("PATCH", "/v1/stages/t/tasks/dequeue")):
+                response = await client.request(method, path)
+                assert response.status_code == 503
+                assert response.json()["code"] == "DATABASE_RELATED_ERROR"
+            ready = await client.get("/readiness")
+            assert ready.status_code == 503 and ready.json()["code"] == "NOT_READY"
+    finally:
+        await db.dispose()
