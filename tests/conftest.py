@@ -7,6 +7,7 @@ import asyncio
 import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
@@ -84,8 +85,9 @@ async def db(database_url: str) -> AsyncIterator[Database]:
     await database.dispose()
 
 
-@pytest.fixture
-async def client(db: Database) -> AsyncIterator[httpx.AsyncClient]:
+@asynccontextmanager
+async def app_client(db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client on the real app, in-process."""
     app = create_app(Settings(database_url=db.url), database=db)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://manager") as c:
@@ -93,5 +95,28 @@ async def client(db: Database) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
+async def client(db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    async with app_client(db) as c:
+        yield c
+
+
+@pytest.fixture
 def api(client: httpx.AsyncClient) -> Api:
     return Api(client)
+
+
+# PostgreSQL only: for what SQLite cannot show (several manager processes, row locks).
+
+
+@pytest.fixture
+async def pg_db(postgres_url: str) -> AsyncIterator[Database]:
+    database = Database(postgres_url, pool_size=20)
+    await _empty(database)
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+async def pg_api(pg_db: Database) -> AsyncIterator[Api]:
+    async with app_client(pg_db) as c:
+        yield Api(c)

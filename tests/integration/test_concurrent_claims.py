@@ -36,11 +36,8 @@ async def _claimer(base_url: str, stage_type: str, claims: list[tuple[str, int]]
 
 
 @pytest.mark.slow
-async def test_sixteen_claimers_take_each_task_exactly_once(
-    api: Api, db: Database, database_url: str
-) -> None:
-    if db.is_sqlite:
-        pytest.skip("SQLite runs one manager process; this checks PostgreSQL row locking")
+async def test_sixteen_claimers_take_each_task_exactly_once(pg_api: Api, pg_db: Database) -> None:
+    api, db = pg_api, pg_db
     stage_type = unique("crowd")
     job_ids = []
     for j in range(JOBS):
@@ -56,7 +53,7 @@ async def test_sixteen_claimers_take_each_task_exactly_once(
     total = JOBS * TASKS_PER_JOB
 
     claims: list[tuple[str, int]] = []
-    with manager_process(database_url) as first, manager_process(database_url) as second:
+    with manager_process(db.url) as first, manager_process(db.url) as second:
         await asyncio.gather(
             *(_claimer([first, second][i % 2], stage_type, claims) for i in range(CLAIMERS))
         )
