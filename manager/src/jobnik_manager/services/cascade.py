@@ -203,14 +203,14 @@ async def close_job_for_claims(s: AsyncSession, job_id: uuid.UUID) -> None:
     )
 
 
-async def abort_unfinished(s: AsyncSession, job: Job, now: datetime) -> None:
-    """Every non-final stage and task of the job becomes ABORTED; none stays claimable."""
+async def abort_unfinished(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
+    """Every non-final task and stage of the job becomes ABORTED; none stays claimable."""
     await s.flush()
     touched = list(
         (
             await s.execute(
                 update(Task)
-                .where(Task.job_id == job.id, Task.status.in_(_NON_FINAL_TASK))
+                .where(Task.job_id == job_id, Task.status.in_(_NON_FINAL_TASK))
                 .values(status=TaskStatus.ABORTED, claimable=False, update_time=now, end_time=now)
                 .returning(Task.stage_id)
                 .execution_options(synchronize_session=False)
@@ -219,7 +219,7 @@ async def abort_unfinished(s: AsyncSession, job: Job, now: datetime) -> None:
     )
     await s.execute(
         update(Stage)
-        .where(Stage.job_id == job.id, Stage.status.in_(_NON_FINAL_STAGE))
+        .where(Stage.job_id == job_id, Stage.status.in_(_NON_FINAL_STAGE))
         .values(status=StageStatus.ABORTED, update_time=now)
         .execution_options(synchronize_session=False)
     )

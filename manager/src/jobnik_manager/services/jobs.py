@@ -14,7 +14,7 @@ from ..api.schemas import JobCreate
 from ..db.models import Job, Stage, Task
 from ..db.types import utcnow
 from ..domain.errors import RuleViolation
-from ..domain.progress import resumed_job_status
+from ..domain.progress import job_percentage, resumed_job_status
 from ..domain.statuses import JobStatus, Priority, StageStatus
 from ..domain.transitions import Actor, ensure_job_transition
 from .cascade import (
@@ -112,16 +112,30 @@ async def change_priority(s: AsyncSession, job_id: uuid.UUID, priority: Priority
 async def change_status(s: AsyncSession, job_id: uuid.UUID, target: JobStatus) -> None:
     """A person pauses, resumes or aborts the job."""
     now = utcnow()
+    if target is JobStatus.ABORTED:
+        await _abort(s, job_id, now)
+        return
     job = await load_job(s, job_id, lock=True)
     ensure_job_transition(JobStatus(job.status), target, Actor.USER)
     if target is JobStatus.PAUSED:
         job.status = JobStatus.PAUSED
         await close_job_for_claims(s, job.id)
-    elif target is JobStatus.ABORTED:
-        job.status = JobStatus.ABORTED
-        await abort_unfinished(s, job, now)
     else:
         await _resume(s, job, now)
+    job.update_time = now
+
+
+async def _abort(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
+    # Tasks first, the job row last: a worker settling a task holds that task and then
+    # takes the job, so taking the job first here would deadlock with every report.
+    seen = await load_job(s, job_id)
+    ensure_job_transition(JobStatus(seen.status), JobStatus.ABORTED, Actor.USER)
+    await abort_unfinished(s, job_id, now)
+    job = await load_job(s, job_id, lock=True)
+    # The job may have finished while its tasks were being aborted; then nothing happens.
+    ensure_job_transition(JobStatus(job.status), JobStatus.ABORTED, Actor.USER)
+    job.status = JobStatus.ABORTED
+    job.percentage = job_percentage([StageStatus(st.status) for st in await job_stages(s, job_id)])
     job.update_time = now
 
 

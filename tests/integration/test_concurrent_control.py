@@ -1,0 +1,119 @@
+"""Claims and reports racing with pause, resume, abort, approval and priority changes,
+through two real manager processes on PostgreSQL; every invariant holds afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+
+import httpx
+import pytest
+
+from jobnik_manager.db.engine import Database
+
+from ..support.api import Api, unique
+from ..support.invariants import assert_invariants
+from ..support.processes import manager_process
+
+WORKERS = 8
+TASKS = 60
+
+
+async def _worker(
+    base_url: str, stage_types: list[str], claims: list[tuple[str, int]], stop: asyncio.Event
+) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        while not stop.is_set():
+            claimed_any = False
+            for stage_type in stage_types:
+                got = await http.patch(f"/v1/stages/{stage_type}/tasks/dequeue")
+                if got.status_code == 404:
+                    continue
+                assert got.status_code == 200, got.text
+                claimed_any = True
+                task = got.json()
+                claims.append((task["id"], task["attempts"]))
+                outcome = (
+                    "FAILED"
+                    if task["data"]["i"] % 5 == 0 and task["attempts"] == 0
+                    else "COMPLETED"
+                )
+                reported = await http.put(
+                    f"/v1/tasks/{task['id']}/status", json={"status": outcome}
+                )
+                # A task of an aborted job may no longer be settled; nothing else may fail.
+                if reported.status_code != 200:
+                    assert reported.json()["code"] == "ILLEGAL_TASK_STATUS_TRANSITION", (
+                        reported.text
+                    )
+            if not claimed_any:
+                await asyncio.sleep(0.02)
+
+
+@pytest.mark.slow
+async def test_control_operations_race_with_workers(pg_api: Api, pg_db: Database) -> None:
+    api = pg_api
+    types = [unique("first"), unique("second")]
+    jobs: dict[str, dict[str, object]] = {}
+    for role in ("paused", "aborted", "waiting", "reprioritised", "plain"):
+        job = await api.create_job("MEDIUM")
+        s1 = await api.create_stage(job["id"], types[0])
+        await api.create_tasks(s1["id"], TASKS, maxAttempts=2)
+        s2 = await api.create_stage(job["id"], types[1], waiting=role == "waiting")
+        await api.create_tasks(s2["id"], TASKS, maxAttempts=2)
+        jobs[role] = {"job": job, "stages": [s1, s2]}
+
+    claims: list[tuple[str, int]] = []
+    stop = asyncio.Event()
+    rng = random.Random(7)
+    with manager_process(pg_db.url) as first, manager_process(pg_db.url) as second:
+        workers = [
+            asyncio.create_task(_worker([first, second][i % 2], types, claims, stop))
+            for i in range(WORKERS)
+        ]
+        paused_id = jobs["paused"]["job"]["id"]  # type: ignore[index]
+        for round_ in range(12):
+            await asyncio.sleep(rng.uniform(0.01, 0.08))
+            state = (await api.job(paused_id))["status"]
+            if state in ("PENDING", "IN_PROGRESS"):
+                await api.set_job_status(paused_id, "PAUSED")
+            elif state == "PAUSED":
+                await api.set_job_status(paused_id, "PENDING")
+            if round_ == 3:
+                await api.set_job_status(jobs["aborted"]["job"]["id"], "ABORTED")  # type: ignore[index]
+            if round_ == 5:
+                await api.call(
+                    "PATCH",
+                    f"/v1/jobs/{jobs['reprioritised']['job']['id']}/priority",  # type: ignore[index]
+                    json={"priority": "VERY_HIGH"},
+                )
+        if (await api.job(paused_id))["status"] == "PAUSED":
+            await api.set_job_status(paused_id, "PENDING")
+        waiting_stage = jobs["waiting"]["stages"][1]  # type: ignore[index]
+        for _ in range(600):
+            if (await api.stage(waiting_stage["id"]))["status"] == "WAITING":
+                st1 = await api.stage(jobs["waiting"]["stages"][0]["id"])  # type: ignore[index]
+                if st1["status"] == "COMPLETED":
+                    await api.approve(waiting_stage["id"])
+                    break
+            await asyncio.sleep(0.05)
+        for _ in range(600):
+            statuses = [(await api.job(j["job"]["id"]))["status"] for j in jobs.values()]  # type: ignore[index]
+            if all(s in ("COMPLETED", "FAILED", "ABORTED") for s in statuses):
+                break
+            await asyncio.sleep(0.05)
+        stop.set()
+        await asyncio.gather(*workers)
+
+    final = {role: (await api.job(j["job"]["id"]))["status"] for role, j in jobs.items()}  # type: ignore[index]
+    print(f"\n{len(claims)} claims; final statuses {final}")
+    assert final == {
+        "paused": "COMPLETED",
+        "aborted": "ABORTED",
+        "waiting": "COMPLETED",
+        "reprioritised": "COMPLETED",
+        "plain": "COMPLETED",
+    }
+    assert max(Counter(claims).values()) == 1, "an attempt of a task was handed out twice"
+    await assert_invariants(pg_db)
