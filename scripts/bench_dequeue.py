@@ -22,6 +22,8 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+from sqlalchemy import insert, text
+
 from jobnik_manager.app import create_app
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
@@ -29,7 +31,6 @@ from jobnik_manager.db.models import Job, Stage, Task
 from jobnik_manager.db.types import utcnow
 from jobnik_manager.services.tasks import claim
 from jobnik_manager.settings import Settings
-from sqlalchemy import insert, text
 
 STAGE_TYPE = "bench"
 DEFAULT_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_bench"

@@ -13,11 +13,12 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
+from sqlalchemy import text
+
 from jobnik_manager.app import create_app
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings
-from sqlalchemy import text
 
 from .support.api import Api
 

@@ -7,6 +7,7 @@ from collections import Counter
 
 import httpx
 import pytest
+
 from jobnik_manager.db.engine import Database
 
 from ..support.api import Api, unique

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+
 from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import func, select
+
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Job, Stage, Task
 from jobnik_manager.domain.statuses import (
@@ -10,7 +12,6 @@ from jobnik_manager.domain.statuses import (
     StageStatus,
     TaskStatus,
 )
-from sqlalchemy import func, select
 
 SUMMARY_COLUMNS = {
     TaskStatus.PENDING: "pending",

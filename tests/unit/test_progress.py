@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from jobnik_manager.domain.progress import (
     Turn,
     job_percentage,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from jobnik_manager.domain.errors import IllegalTransition
 from jobnik_manager.domain.statuses import TaskStatus
 from jobnik_manager.domain.tasks import apply_report

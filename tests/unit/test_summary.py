@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from jobnik_manager.domain.statuses import TaskStatus
 from jobnik_manager.domain.summary import Summary, percentage, summary_field
 

@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 
 import pytest
+
 from jobnik_manager.domain.errors import IllegalTransition
 from jobnik_manager.domain.statuses import TaskStatus
 from jobnik_manager.domain.tasks import DEFAULT_MAX_ATTEMPTS, ReportOutcome, apply_report

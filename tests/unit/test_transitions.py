@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 import pytest
+
 from jobnik_manager.domain.errors import IllegalTransition, RuleViolation
 from jobnik_manager.domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
 from jobnik_manager.domain.transitions import (

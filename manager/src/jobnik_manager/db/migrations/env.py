@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from alembic import context
+from sqlalchemy.engine import Connection
+
 from jobnik_manager.db.engine import make_engine
 from jobnik_manager.db.models import Base
-from sqlalchemy.engine import Connection
 
 config = context.config
 target_metadata = Base.metadata

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+
 from jobnik_manager.db.types import JsonColumn, UtcDateTime
 
 revision: str = "0001"
