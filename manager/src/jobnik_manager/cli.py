@@ -21,7 +21,14 @@ def _serve(settings: Settings, *, demo: bool) -> None:
         from .demo import attach_demo
 
         attach_demo(app, settings)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    # In the demo the per-request access log would bury the progress lines.
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=not demo,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
