@@ -91,14 +91,14 @@ async def test_control_operations_race_with_workers(pg_api: Api, pg_db: Database
         if (await api.job(paused_id))["status"] == "PAUSED":
             await api.set_job_status(paused_id, "PENDING")
         waiting_stage = jobs["waiting"]["stages"][1]  # type: ignore[index]
-        for _ in range(600):
+        for _ in range(2400):  # up to two minutes on a loaded machine
             if (await api.stage(waiting_stage["id"]))["status"] == "WAITING":
                 st1 = await api.stage(jobs["waiting"]["stages"][0]["id"])  # type: ignore[index]
                 if st1["status"] == "COMPLETED":
                     await api.approve(waiting_stage["id"])
                     break
             await asyncio.sleep(0.05)
-        for _ in range(600):
+        for _ in range(2400):  # up to two minutes on a loaded machine
             statuses = [(await api.job(j["job"]["id"]))["status"] for j in jobs.values()]  # type: ignore[index]
             if all(s in ("COMPLETED", "FAILED", "ABORTED") for s in statuses):
                 break

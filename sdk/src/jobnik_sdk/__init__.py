@@ -1,0 +1,75 @@
+"""Jobnik SDK: an async client for the Jobnik manager, and a Worker that runs handlers.
+
+    async with JobnikClient("http://127.0.0.1:8080") as client:
+        job = await client.create_job("render", stages=[NewStage(type="tile", tasks=[...])])
+        done = await client.wait(job.id)
+
+    async def render(tile: Tile, ctx: TaskContext) -> None: ...
+    await Worker("http://127.0.0.1:8080", stage_types="tile", handler=render).run()
+
+`jobnik_sdk.testing` has an in-memory fake manager for unit tests.
+"""
+
+from ._backoff import Backoff
+from ._client import JobnikClient
+from ._consumer import ConsumerClient
+from ._context import TaskContext
+from ._exceptions import (
+    ApiError,
+    ConflictError,
+    IllegalTransitionError,
+    JobnikError,
+    NonRetryableError,
+    NotFoundError,
+    TransportError,
+    ValidationError,
+    WaitTimeoutError,
+)
+from ._handler import Handler
+from ._models import (
+    Job,
+    JobStatus,
+    NewStage,
+    NewTask,
+    Page,
+    Priority,
+    Stage,
+    StageStatus,
+    Summary,
+    Task,
+    TaskStatus,
+)
+from ._retry import RetryPolicy
+from ._version import __version__
+from ._worker import Worker
+
+__all__ = [
+    "ApiError",
+    "Backoff",
+    "ConflictError",
+    "ConsumerClient",
+    "Handler",
+    "IllegalTransitionError",
+    "Job",
+    "JobStatus",
+    "JobnikClient",
+    "JobnikError",
+    "NewStage",
+    "NewTask",
+    "NonRetryableError",
+    "NotFoundError",
+    "Page",
+    "Priority",
+    "RetryPolicy",
+    "Stage",
+    "StageStatus",
+    "Summary",
+    "Task",
+    "TaskContext",
+    "TaskStatus",
+    "TransportError",
+    "ValidationError",
+    "WaitTimeoutError",
+    "Worker",
+    "__version__",
+]

@@ -1,0 +1,71 @@
+"""JobnikClient: the async client for producers and workers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from types import TracebackType
+
+import httpx
+
+from ._consumer import ConsumerCalls
+from ._http import Http
+from ._producer import ProducerCalls
+from ._retry import RetryPolicy
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+class JobnikClient(ProducerCalls, ConsumerCalls):
+    """An async client of one Jobnik manager.
+
+    Use it as `async with JobnikClient(url) as client: ...`, or call `aclose()`.
+
+    Failed requests are retried by `retry` (see RetryPolicy for which). `transport`
+    replaces the network, e.g. `httpx.ASGITransport(app=...)` to run a manager app
+    in-process in tests. With `auto_idempotency_keys`, creating POSTs carry a fresh
+    `Idempotency-Key`, which makes them retryable: turn it on only against a manager
+    that honours the header, since one that ignores it may create a thing twice.
+    """
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        timeout: timedelta = timedelta(seconds=30),
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+        auto_idempotency_keys: bool = False,
+    ) -> None:
+        self._http = Http(
+            base_url,
+            transport=transport,
+            timeout=timeout,
+            retry=retry or RetryPolicy(),
+            headers=headers,
+            auto_idempotency_keys=auto_idempotency_keys,
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The manager's base URL."""
+        return self._http.base_url
+
+    async def aclose(self) -> None:
+        """Close the connections; the client cannot be used afterwards."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> JobnikClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"JobnikClient({self.base_url!r})"

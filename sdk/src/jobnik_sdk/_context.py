@@ -1,0 +1,72 @@
+"""TaskContext: what a handler knows about its task, and what it may do besides return."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, MutableMapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ._models import Job, Stage, Task
+
+if TYPE_CHECKING:
+    from ._consumer import ConsumerClient
+
+PROGRESS_KEY = "progress"
+
+
+class _TaskLogger(logging.LoggerAdapter[logging.Logger]):
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
+        extra = dict(self.extra or {})
+        kwargs["extra"] = {**extra, **kwargs.get("extra", {})}
+        return f"[{extra.get('stage_type')} task {extra.get('task_id')}] {msg}", kwargs
+
+
+class TaskContext:
+    """The claimed task with its job and stage, a logger that names the task, and
+    helpers that write the task's user metadata on the manager.
+
+    Workers build it for each task; tests build one with `testing.make_context`.
+    """
+
+    def __init__(
+        self,
+        *,
+        task: Task,
+        job: Job,
+        stage: Stage,
+        client: ConsumerClient,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.task = task
+        self.job = job
+        self.stage = stage
+        self.logger: logging.LoggerAdapter[logging.Logger] = _TaskLogger(
+            logger or logging.getLogger("jobnik_sdk.handler"),
+            {"task_id": str(task.id), "job_id": str(job.id), "stage_type": stage.type},
+        )
+        self._client = client
+        self._user_metadata: dict[str, Any] = dict(task.user_metadata)
+
+    @property
+    def attempt(self) -> int:
+        """Which attempt this is, from 1: one more than the failed attempts so far."""
+        return self.task.attempts + 1
+
+    @property
+    def user_metadata(self) -> Mapping[str, Any]:
+        """The task's user metadata as this context last wrote (or first read) it."""
+        return MappingProxyType(self._user_metadata)
+
+    async def set_user_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Replace the task's user metadata on the manager."""
+        new = dict(metadata)
+        await self._client.set_task_user_metadata(self.task.id, new)
+        self._user_metadata = new
+
+    async def update_progress(self, percentage: int, **details: Any) -> None:
+        """Record how far the handler got, as `progress` (0..100) in the task's user
+        metadata, along with any `details`; other metadata keys are kept."""
+        if not 0 <= percentage <= 100:
+            raise ValueError("progress is a percentage between 0 and 100")
+        await self.set_user_metadata({**self._user_metadata, PROGRESS_KEY: percentage, **details})

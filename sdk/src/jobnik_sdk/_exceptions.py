@@ -1,0 +1,108 @@
+"""Errors raised by the SDK, and the one a handler raises to refuse further attempts.
+
+JobnikError
+├── TransportError               the manager was not reached, or did not answer in time
+├── ApiError                     the manager answered with an error: status_code, code, message
+│   ├── NotFoundError            404: JOB_NOT_FOUND, STAGE_NOT_FOUND, TASK_NOT_FOUND, ...
+│   ├── ValidationError          400 VALIDATION_ERROR: the request itself was malformed
+│   ├── IllegalTransitionError   400 ILLEGAL_*: not allowed in the entity's current status
+│   └── ConflictError            409: another party holds or changed the entity
+├── WaitTimeoutError             wait() gave up before the job finished (also a TimeoutError)
+└── NonRetryableError            raised by a handler: trying the task again cannot help
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+class JobnikError(Exception):
+    """Root of every error the SDK raises."""
+
+
+class TransportError(JobnikError):
+    """The manager could not be reached or did not answer in time, after any retries.
+
+    The original httpx error is chained as `__cause__`.
+    """
+
+
+class ApiError(JobnikError):
+    """The manager answered with an error status; its `{message, code}` body is kept."""
+
+    def __init__(self, message: str, *, status_code: int, code: str) -> None:
+        super().__init__(f"{status_code} {code}: {message}")
+        self.message = message
+        self.status_code = status_code
+        self.code = code
+
+
+class NotFoundError(ApiError):
+    """404: the job, stage or task does not exist (or, on dequeue, no task is ready)."""
+
+
+class ValidationError(ApiError):
+    """400 VALIDATION_ERROR: the manager refused the request as malformed."""
+
+
+class IllegalTransitionError(ApiError):
+    """400 ILLEGAL_*: the status change is not allowed from the entity's current status."""
+
+
+class ConflictError(ApiError):
+    """409: the request conflicts with the entity's current holder or version."""
+
+
+class WaitTimeoutError(JobnikError, TimeoutError):
+    """`wait()` ran out of time before the job reached a final status."""
+
+
+class NonRetryableError(JobnikError):
+    """Raise from a handler when trying the task again cannot succeed (bad input, say).
+
+    The worker reports the task FAILED. Today the manager has no way to fail a task at
+    once, so it still offers the task again while attempts remain (set `maxAttempts` to 1
+    on such tasks); once the manager accepts `retryable: false` on a report, the worker
+    will send it and the task will fail at once.
+    """
+
+
+def api_error(response: httpx.Response) -> ApiError:
+    """The ApiError for an error response, from its `{message, code}` body."""
+    message, code = _error_body(response)
+    return error_for(response.status_code, code, message)
+
+
+def error_for(status_code: int, code: str, message: str) -> ApiError:
+    """The ApiError subclass that an answer with this status and code maps to."""
+    cls: type[ApiError]
+    if status_code == 404:
+        cls = NotFoundError
+    elif status_code == 409:
+        cls = ConflictError
+    elif code.startswith("ILLEGAL_"):
+        cls = IllegalTransitionError
+    elif status_code == 400 and code == "VALIDATION_ERROR":
+        cls = ValidationError
+    else:
+        cls = ApiError
+    return cls(message, status_code=status_code, code=code)
+
+
+def _error_body(response: httpx.Response) -> tuple[str, str]:
+    # A proxy or load balancer in front of the manager may answer with HTML or nothing.
+    fallback = (response.text[:500] or response.reason_phrase, f"HTTP_{response.status_code}")
+    try:
+        body: Any = response.json()
+    except ValueError:
+        return fallback
+    if not isinstance(body, dict):
+        return fallback
+    message = body.get("message")
+    code = body.get("code")
+    return (
+        str(message) if message is not None else fallback[0],
+        str(code) if code is not None else fallback[1],
+    )

@@ -1,0 +1,101 @@
+"""The HTTP seam: every call to the manager goes through `Http.request`, which applies
+the retry policy and turns failures into the SDK's exceptions."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Any
+
+import httpx
+
+from ._exceptions import TransportError, api_error
+from ._retry import RetryPolicy, replay_for, send_with_retries
+from ._version import __version__
+
+ParamValue = str | int | float | bool | datetime | uuid.UUID | Enum | None
+
+
+class Http:
+    """An httpx client bound to one manager, with retries and error mapping."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        transport: httpx.AsyncBaseTransport | None,
+        timeout: timedelta,
+        retry: RetryPolicy,
+        headers: Mapping[str, str] | None,
+        auto_idempotency_keys: bool,
+    ) -> None:
+        self._retry = retry
+        self._auto_keys = auto_idempotency_keys
+        self._client = httpx.AsyncClient(
+            base_url=base_url,
+            transport=transport,
+            timeout=timeout.total_seconds(),
+            headers={"User-Agent": f"jobnik-sdk/{__version__}", **(headers or {})},
+        )
+
+    @property
+    def base_url(self) -> str:
+        return str(self._client.base_url)
+
+    def idempotency_key(self, explicit: str | None) -> str | None:
+        if explicit is not None:
+            return explicit
+        return str(uuid.uuid4()) if self._auto_keys else None
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, ParamValue] | None = None,
+        idempotency_key: str | None = None,
+        claims: bool = False,
+    ) -> httpx.Response:
+        """Send one call; return its response when it succeeded (2xx).
+
+        Raises TransportError when the manager was not reached, ApiError (or a
+        subclass) when it answered with an error status.
+        """
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        query = _query(params or {})
+        replay = replay_for(method, has_idempotency_key=bool(idempotency_key), claims=claims)
+
+        async def send() -> httpx.Response:
+            return await self._client.request(
+                method, path, json=json, params=query, headers=headers
+            )
+
+        try:
+            response = await send_with_retries(send, replay=replay, policy=self._retry)
+        except httpx.TransportError as exc:
+            raise TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        if response.is_error:
+            raise api_error(response)
+        return response
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _query(params: Mapping[str, ParamValue]) -> dict[str, str]:
+    query: dict[str, str] = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            query[key] = "true" if value else "false"
+        elif isinstance(value, datetime):
+            query[key] = value.isoformat()
+        elif isinstance(value, Enum):
+            query[key] = str(value.value)
+        else:
+            query[key] = str(value)
+    return query

@@ -1,0 +1,364 @@
+"""Calls that create, steer, read and remove jobs, stages and tasks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from ._http import Http
+from ._models import (
+    EntityId,
+    Job,
+    JobStatus,
+    NewStage,
+    NewTask,
+    Page,
+    Priority,
+    Stage,
+    StageStatus,
+    Summary,
+    Task,
+    TaskStatus,
+    wire,
+)
+from ._pages import iterate_pages
+from ._waiting import ProgressCallback, wait_for_job
+
+
+class ProducerCalls:
+    """The producer half of JobnikClient."""
+
+    _http: Http
+
+    # ---- create -------------------------------------------------------------------------
+
+    async def create_job(
+        self,
+        name: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        priority: Priority = Priority.MEDIUM,
+        user_metadata: Mapping[str, Any] | None = None,
+        stages: Sequence[NewStage] | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Job:
+        """Create a job, optionally with its stages and their tasks in one transaction.
+
+        With `stages`, the returned job carries them (and their tasks).
+        """
+        body: dict[str, Any] = {"name": name, "data": dict(data or {}), "priority": priority}
+        if user_metadata is not None:
+            body["userMetadata"] = dict(user_metadata)
+        if stages:
+            body["stages"] = [wire(stage) for stage in stages]
+        body.update(_trace(traceparent, tracestate))
+        response = await self._http.request(
+            "POST",
+            "/v1/jobs",
+            json=body,
+            idempotency_key=self._http.idempotency_key(idempotency_key),
+        )
+        return Job.model_validate(response.json())
+
+    async def add_stage(
+        self,
+        job_id: EntityId,
+        stage_type: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        start_as_waiting: bool = False,
+        tasks: Sequence[NewTask] | None = None,
+        user_metadata: Mapping[str, Any] | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Stage:
+        """Append a stage to a job. With `start_as_waiting` it stays WAITING after the
+        stage before it completes, until `approve_stage`."""
+        spec = NewStage(
+            type=stage_type,
+            data=dict(data or {}),
+            start_as_waiting=start_as_waiting,
+            tasks=tasks or None,
+            user_metadata=dict(user_metadata) if user_metadata is not None else None,
+            traceparent=traceparent,
+            tracestate=tracestate,
+        )
+        response = await self._http.request(
+            "POST",
+            f"/v1/jobs/{job_id}/stage",
+            json=wire(spec),
+            idempotency_key=self._http.idempotency_key(idempotency_key),
+        )
+        return Stage.model_validate(response.json())
+
+    async def add_tasks(
+        self, stage_id: EntityId, tasks: Sequence[NewTask], *, idempotency_key: str | None = None
+    ) -> list[Task]:
+        """Add tasks to a CREATED, WAITING or PENDING stage."""
+        response = await self._http.request(
+            "POST",
+            f"/v1/stages/{stage_id}/tasks",
+            json=[wire(task) for task in tasks],
+            idempotency_key=self._http.idempotency_key(idempotency_key),
+        )
+        return [Task.model_validate(item) for item in response.json()]
+
+    # ---- steer --------------------------------------------------------------------------
+
+    async def approve_stage(self, stage_id: EntityId) -> None:
+        """Let a WAITING (or CREATED) stage run; the stage before it must be COMPLETED."""
+        await self._http.request(
+            "PUT", f"/v1/stages/{stage_id}/status", json={"status": StageStatus.PENDING}
+        )
+
+    async def pause(self, job_id: EntityId) -> None:
+        """Stop handing out the job's tasks; running tasks may still report."""
+        await self._set_job_status(job_id, JobStatus.PAUSED)
+
+    async def resume(self, job_id: EntityId) -> None:
+        """Resume a paused job; it returns to the status its stages imply."""
+        await self._set_job_status(job_id, JobStatus.PENDING)
+
+    async def abort(self, job_id: EntityId) -> None:
+        """Abort the job: its unfinished stages and tasks become ABORTED."""
+        await self._set_job_status(job_id, JobStatus.ABORTED)
+
+    async def _set_job_status(self, job_id: EntityId, status: JobStatus) -> None:
+        await self._http.request("PUT", f"/v1/jobs/{job_id}/status", json={"status": status})
+
+    async def set_priority(self, job_id: EntityId, priority: Priority) -> bool:
+        """Change the job's priority; False when it already had this one."""
+        response = await self._http.request(
+            "PATCH", f"/v1/jobs/{job_id}/priority", json={"priority": priority}
+        )
+        return response.status_code != 204
+
+    async def set_job_user_metadata(self, job_id: EntityId, metadata: Mapping[str, Any]) -> None:
+        """Replace the job's user metadata with `metadata`."""
+        await self._http.request("PATCH", f"/v1/jobs/{job_id}/user-metadata", json=dict(metadata))
+
+    async def set_stage_user_metadata(
+        self, stage_id: EntityId, metadata: Mapping[str, Any]
+    ) -> None:
+        """Replace the stage's user metadata with `metadata`."""
+        await self._http.request(
+            "PATCH", f"/v1/stages/{stage_id}/user-metadata", json=dict(metadata)
+        )
+
+    async def set_task_user_metadata(self, task_id: EntityId, metadata: Mapping[str, Any]) -> None:
+        """Replace the task's user metadata with `metadata`."""
+        await self._http.request("PATCH", f"/v1/tasks/{task_id}/user-metadata", json=dict(metadata))
+
+    async def delete_job(self, job_id: EntityId) -> None:
+        """Delete a COMPLETED, FAILED or ABORTED job with its stages and tasks."""
+        await self._http.request("DELETE", f"/v1/jobs/{job_id}")
+
+    # ---- read ---------------------------------------------------------------------------
+
+    async def get_job(self, job_id: EntityId, *, with_stages: bool = False) -> Job:
+        """One job; with `with_stages`, its stages in order."""
+        response = await self._http.request(
+            "GET", f"/v1/jobs/{job_id}", params={"should_return_stages": with_stages}
+        )
+        return Job.model_validate(response.json())
+
+    async def get_job_stages(self, job_id: EntityId, *, with_tasks: bool = False) -> list[Stage]:
+        """The job's stages in order; with `with_tasks`, each with its tasks."""
+        response = await self._http.request(
+            "GET", f"/v1/jobs/{job_id}/stages", params={"should_return_tasks": with_tasks}
+        )
+        return [Stage.model_validate(item) for item in response.json()]
+
+    async def get_stage(self, stage_id: EntityId, *, with_tasks: bool = False) -> Stage:
+        """One stage; with `with_tasks`, its tasks."""
+        response = await self._http.request(
+            "GET", f"/v1/stages/{stage_id}", params={"should_return_tasks": with_tasks}
+        )
+        return Stage.model_validate(response.json())
+
+    async def get_summary(self, stage_id: EntityId) -> Summary:
+        """The stage's task counts by status."""
+        response = await self._http.request("GET", f"/v1/stages/{stage_id}/summary")
+        return Summary.model_validate(response.json())
+
+    async def get_task(self, task_id: EntityId) -> Task:
+        """One task."""
+        response = await self._http.request("GET", f"/v1/tasks/{task_id}")
+        return Task.model_validate(response.json())
+
+    async def list_jobs(
+        self,
+        *,
+        name: str | None = None,
+        from_date: datetime | None = None,
+        end_date: datetime | None = None,
+        priority: Priority | None = None,
+        with_stages: bool = False,
+        page: int = 1,
+        page_size: int = 10,
+    ) -> Page[Job]:
+        """One page of jobs, oldest first, filtered by exact name, creation time, priority."""
+        response = await self._http.request(
+            "GET",
+            "/v1/jobs",
+            params={
+                "job_name": name,
+                "from_date": from_date,
+                "end_date": end_date,
+                "priority": priority,
+                "should_return_stages": with_stages or None,
+                "page": page,
+                "page_size": page_size,
+            },
+        )
+        return Page[Job].model_validate(response.json())
+
+    async def list_stages(
+        self,
+        *,
+        job_id: EntityId | None = None,
+        stage_type: str | None = None,
+        status: StageStatus | None = None,
+        with_tasks: bool = False,
+        page: int = 1,
+        page_size: int = 10,
+    ) -> Page[Stage]:
+        """One page of stages, filtered by job, type and status."""
+        response = await self._http.request(
+            "GET",
+            "/v1/stages",
+            params={
+                "job_id": str(job_id) if job_id is not None else None,
+                "stage_type": stage_type,
+                "stage_operation_status": status,
+                "should_return_tasks": with_tasks or None,
+                "page": page,
+                "page_size": page_size,
+            },
+        )
+        return Page[Stage].model_validate(response.json())
+
+    async def list_tasks(
+        self,
+        *,
+        stage_id: EntityId | None = None,
+        stage_type: str | None = None,
+        status: TaskStatus | None = None,
+        from_date: datetime | None = None,
+        end_date: datetime | None = None,
+        page: int = 1,
+        page_size: int = 10,
+    ) -> Page[Task]:
+        """One page of tasks in creation order, filtered by stage, type, status, time."""
+        response = await self._http.request(
+            "GET",
+            "/v1/tasks",
+            params={
+                "stage_id": str(stage_id) if stage_id is not None else None,
+                "stage_type": stage_type,
+                "status": status,
+                "from_date": from_date,
+                "end_date": end_date,
+                "page": page,
+                "page_size": page_size,
+            },
+        )
+        return Page[Task].model_validate(response.json())
+
+    def iter_jobs(
+        self,
+        *,
+        name: str | None = None,
+        from_date: datetime | None = None,
+        end_date: datetime | None = None,
+        priority: Priority | None = None,
+        with_stages: bool = False,
+        page_size: int = 100,
+    ) -> AsyncIterator[Job]:
+        """Every job matching the filters, fetched page by page as it is consumed."""
+        return iterate_pages(
+            lambda page: self.list_jobs(
+                name=name,
+                from_date=from_date,
+                end_date=end_date,
+                priority=priority,
+                with_stages=with_stages,
+                page=page,
+                page_size=page_size,
+            )
+        )
+
+    def iter_stages(
+        self,
+        *,
+        job_id: EntityId | None = None,
+        stage_type: str | None = None,
+        status: StageStatus | None = None,
+        with_tasks: bool = False,
+        page_size: int = 100,
+    ) -> AsyncIterator[Stage]:
+        """Every stage matching the filters, fetched page by page as it is consumed."""
+        return iterate_pages(
+            lambda page: self.list_stages(
+                job_id=job_id,
+                stage_type=stage_type,
+                status=status,
+                with_tasks=with_tasks,
+                page=page,
+                page_size=page_size,
+            )
+        )
+
+    def iter_tasks(
+        self,
+        *,
+        stage_id: EntityId | None = None,
+        stage_type: str | None = None,
+        status: TaskStatus | None = None,
+        from_date: datetime | None = None,
+        end_date: datetime | None = None,
+        page_size: int = 100,
+    ) -> AsyncIterator[Task]:
+        """Every task matching the filters, fetched page by page as it is consumed."""
+        return iterate_pages(
+            lambda page: self.list_tasks(
+                stage_id=stage_id,
+                stage_type=stage_type,
+                status=status,
+                from_date=from_date,
+                end_date=end_date,
+                page=page,
+                page_size=page_size,
+            )
+        )
+
+    async def wait(
+        self,
+        job_id: EntityId,
+        *,
+        poll_interval: timedelta = timedelta(seconds=1),
+        # The deadline spans many polls and ends in WaitTimeoutError naming the job's
+        # last status, which an outer asyncio.timeout could not say.
+        timeout: timedelta | None = None,  # noqa: ASYNC109
+        on_progress: ProgressCallback | None = None,
+    ) -> Job:
+        """Poll the job until it is COMPLETED, FAILED or ABORTED, and return it.
+
+        `on_progress(job)` (plain or async) runs first and whenever the job's status or
+        percentage changes. Raises WaitTimeoutError after `timeout`.
+        """
+        return await wait_for_job(
+            lambda: self.get_job(job_id),
+            poll_interval=poll_interval,
+            timeout=timeout,
+            on_progress=on_progress,
+        )
+
+
+def _trace(traceparent: str | None, tracestate: str | None) -> dict[str, str]:
+    fields = {"traceparent": traceparent, "tracestate": tracestate}
+    return {key: value for key, value in fields.items() if value is not None}

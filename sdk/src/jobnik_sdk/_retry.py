@@ -1,0 +1,134 @@
+"""The one place that decides whether a request is sent again.
+
+Only failures that may pass are retried: connection errors, timeouts, and 502/503/504
+from a proxy or a manager that is starting or overloaded. Any other answer, 4xx above
+all, is final. A request whose repetition could do something twice is retried only
+when it surely never reached the server: a POST without an `Idempotency-Key`, and the
+dequeue PATCH, which claims a task that a lost answer would strand IN_PROGRESS.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import Enum
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt
+
+from ._backoff import Backoff
+
+log = logging.getLogger("jobnik_sdk.retry")
+
+RETRY_STATUSES = frozenset({502, 503, 504})
+# The request was never written to a connection, so sending it again cannot repeat it.
+_UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# The request may have reached the server; only a repeatable request is sent again.
+_MAYBE_SENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+def _default_backoff() -> Backoff:
+    return Backoff(
+        initial=timedelta(milliseconds=200),
+        maximum=timedelta(seconds=5),
+        multiplier=2.0,
+        jitter=0.5,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently a failed request is sent again.
+
+    `max_attempts` counts the first try; 1 turns retries off. Which failures are
+    retried is fixed by the SDK (connection errors, timeouts, 502/503/504, with the
+    limits on POST and dequeue described in the docs), not part of the policy.
+    """
+
+    max_attempts: int = 5
+    backoff: Backoff = field(default_factory=_default_backoff)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts counts the first try and must be at least 1")
+
+
+class Replay(Enum):
+    """How safe it is to send a request again."""
+
+    IDEMPOTENT = "idempotent"  # repeating it has the effect of sending it once
+    UNSENT_ONLY = "unsent_only"  # only if it surely never reached the server
+
+
+def replay_for(method: str, *, has_idempotency_key: bool, claims: bool) -> Replay:
+    """GET, PUT, PATCH and DELETE repeat safely; a POST only with an idempotency key;
+    a claim (the dequeue PATCH) never once it may have been received."""
+    if claims:
+        return Replay.UNSENT_ONLY
+    if method.upper() == "POST" and not has_idempotency_key:
+        return Replay.UNSENT_ONLY
+    return Replay.IDEMPOTENT
+
+
+def should_retry(
+    replay: Replay, *, error: BaseException | None = None, status: int | None = None
+) -> bool:
+    """Whether an attempt that raised `error` or answered `status` is worth repeating."""
+    if error is not None:
+        if isinstance(error, _UNSENT):
+            return True
+        return replay is Replay.IDEMPOTENT and isinstance(error, _MAYBE_SENT)
+    return replay is Replay.IDEMPOTENT and status in RETRY_STATUSES
+
+
+async def send_with_retries(
+    send: Callable[[], Awaitable[httpx.Response]], *, replay: Replay, policy: RetryPolicy
+) -> httpx.Response:
+    """Run `send` until it answers with something final or the attempts are spent.
+
+    Returns the last response (even a retryable error status, for the caller to map)
+    or raises the last transport error.
+    """
+
+    def retry(state: RetryCallState) -> bool:
+        outcome = state.outcome
+        if outcome is None:
+            return False
+        if outcome.failed:
+            return should_retry(replay, error=outcome.exception())
+        response: httpx.Response = outcome.result()
+        return should_retry(replay, status=response.status_code)
+
+    def wait(state: RetryCallState) -> float:
+        return policy.backoff.delay(state.attempt_number).total_seconds()
+
+    def give_up(state: RetryCallState) -> httpx.Response:
+        assert state.outcome is not None
+        response: httpx.Response = state.outcome.result()  # re-raises a transport error
+        return response
+
+    def before_sleep(state: RetryCallState) -> None:
+        outcome = state.outcome
+        what = (
+            repr(outcome.exception())
+            if outcome is not None and outcome.failed
+            else (outcome.result().status_code if outcome is not None else "?")
+        )
+        log.info(
+            "attempt %d failed (%s); retrying in %.2fs",
+            state.attempt_number,
+            what,
+            state.upcoming_sleep,
+        )
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.max_attempts),
+        wait=wait,
+        retry=retry,
+        retry_error_callback=give_up,
+        before_sleep=before_sleep,
+    )
+    response: httpx.Response = await retrying(send)
+    return response

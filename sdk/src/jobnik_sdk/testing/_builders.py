@@ -1,0 +1,85 @@
+"""Building a handler's context, and running a handler once, as a worker would."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from .._context import TaskContext
+from .._handler import Handler, data_binder
+from .._models import NewStage, NewTask, Priority
+from ._fake import FakeJobnik
+
+
+def make_context(
+    data: Mapping[str, Any] | None = None,
+    *,
+    stage_type: str = "test-stage",
+    user_metadata: Mapping[str, Any] | None = None,
+    attempts: int = 0,
+    max_attempts: int = 1,
+    job_name: str = "test-job",
+    job_data: Mapping[str, Any] | None = None,
+    client: FakeJobnik | None = None,
+    logger: logging.Logger | None = None,
+) -> TaskContext:
+    """A TaskContext for a task with `data`, claimed (IN_PROGRESS) in a one-stage job.
+
+    `attempts` is how many attempts already failed, so `ctx.attempt` is one more.
+    The job, stage and task live in `client` (a new FakeJobnik unless given), where
+    `ctx.update_progress` and `ctx.set_user_metadata` write.
+    """
+    fake = client if client is not None else FakeJobnik()
+    if not 0 <= attempts < max_attempts:
+        raise ValueError("attempts counts failed attempts: 0 <= attempts < max_attempts")
+    job = fake.state.create_job(
+        job_name,
+        job_data or {},
+        priority=Priority.MEDIUM,
+        user_metadata=None,
+        stages=[
+            NewStage(
+                type=stage_type,
+                tasks=[
+                    NewTask(
+                        data=dict(data or {}),
+                        user_metadata=dict(user_metadata or {}),
+                        max_attempts=max_attempts,
+                    )
+                ],
+            )
+        ],
+    )
+    stage = job.stages[0]
+    task = stage.tasks[0]
+    task.attempts = attempts
+    claimed = fake.state.claim(stage_type)
+    assert claimed is task, "another task of this stage type was ready in the given client"
+    return TaskContext(
+        task=task.model(),
+        job=job.model(),
+        stage=stage.model(),
+        client=fake,
+        logger=logger,
+    )
+
+
+async def run_handler(
+    handler: Handler[Any],
+    data: Mapping[str, Any] | None = None,
+    *,
+    data_model: Any = None,
+    context: TaskContext | None = None,
+    **context_options: Any,
+) -> TaskContext:
+    """Run `handler` once on `data` the way a Worker would: validate the data into the
+    handler's annotated type (NonRetryableError if it does not fit), build a context,
+    await the handler. Exceptions from the handler propagate. Returns the context.
+
+    `context_options` go to `make_context`; or pass a ready `context`.
+    """
+    ctx = context if context is not None else make_context(data, **context_options)
+    argument = data_binder(handler, data_model)(ctx.task)
+    await handler(argument, ctx)
+    return ctx

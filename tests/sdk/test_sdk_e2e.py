@@ -1,0 +1,165 @@
+"""End to end on PostgreSQL: a real manager process, worker processes started from
+worker-boilerplate (`python -m worker`), and the SDK as the producer."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from jobnik_manager.db.engine import Database
+from jobnik_sdk import (
+    JobnikClient,
+    JobStatus,
+    NewStage,
+    NewTask,
+    StageStatus,
+    TaskStatus,
+)
+
+from ..support.api import unique
+from ..support.invariants import assert_invariants
+from ..support.processes import manager_process
+from .workers import worker_process
+
+pytestmark = pytest.mark.slow
+
+T = TypeVar("T")
+POLL = timedelta(milliseconds=100)
+DEADLINE = timedelta(seconds=60)
+
+
+def tile(x: int, y: int, zoom: int, *, max_attempts: int = 1, **asked: Any) -> NewTask:
+    return NewTask(
+        data={"x": x, "y": y, "zoom": zoom}, user_metadata=asked, max_attempts=max_attempts
+    )
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], what: str) -> T:
+    for _ in range(600):
+        if (found := await probe()) is not None:
+            return found
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
+    pg_db: Database, tmp_path: Path
+) -> None:
+    prepare, render, publish = unique("prepare"), unique("render"), unique("publish")
+    types = f"{prepare},{render},{publish}"
+    with ExitStack() as stack:
+        url = stack.enter_context(manager_process(pg_db.url))
+        workers = [
+            stack.enter_context(worker_process(url, types, tmp_path / f"worker{i}.log"))
+            for i in (1, 2)
+        ]
+        async with JobnikClient(url) as jobnik:
+            job = await jobnik.create_job(
+                unique("e2e"),
+                stages=[
+                    NewStage(type=prepare, tasks=[tile(0, 0, 1), tile(1, 1, 1)]),
+                    NewStage(
+                        type=render,
+                        start_as_waiting=True,
+                        tasks=[tile(x, y, 2, sleepSeconds=0.2) for x in range(3) for y in range(2)]
+                        + [tile(3, 3, 2, max_attempts=2, failOnce=True)],
+                    ),
+                    NewStage(type=publish, tasks=[tile(0, 0, 0)]),
+                ],
+            )
+
+            async def held_for_approval() -> list[Any] | None:
+                stages = await jobnik.get_job_stages(job.id)
+                return stages if stages[0].status is StageStatus.COMPLETED else None
+
+            stages = await eventually(held_for_approval, "the first stage to complete")
+            await asyncio.sleep(0.5)  # workers keep polling; nothing may be claimed
+            stages = await jobnik.get_job_stages(job.id)
+            assert [s.status for s in stages] == [
+                StageStatus.COMPLETED,
+                StageStatus.WAITING,
+                StageStatus.CREATED,
+            ]
+            assert (stages[1].summary.pending, stages[1].summary.total) == (7, 7)
+            assert (await jobnik.get_job(job.id)).percentage == 33
+
+            await jobnik.approve_stage(stages[1].id)
+            done = await jobnik.wait(job.id, poll_interval=POLL, timeout=DEADLINE)
+            assert (done.status, done.percentage) == (JobStatus.COMPLETED, 100)
+
+            stages = await jobnik.get_job_stages(job.id, with_tasks=True)
+            assert [s.status for s in stages] == [StageStatus.COMPLETED] * 3
+            assert [s.summary.model_dump() for s in stages] == [
+                _summary(completed=n, total=n) for n in (2, 7, 1)
+            ]
+            tasks = [t for s in stages for t in s.tasks or []]
+            assert all(t.status is TaskStatus.COMPLETED for t in tasks)
+            assert all(t.user_metadata["progress"] == 100 for t in tasks)
+            flaky = [t for t in tasks if t.user_metadata.get("failOnce")]
+            assert [(t.attempts, t.max_attempts) for t in flaky] == [(1, 2)]
+            assert sum(t.attempts for t in tasks) == 1
+            assert {t.user_metadata["pid"] for t in tasks} == {w.pid for w in workers}
+
+            # The manager cannot yet be told to fail a task at once (`retryable: false`),
+            # so a task whose handler raises NonRetryableError gets maxAttempts 1 here.
+            doomed = await jobnik.create_job(
+                unique("e2e-doomed"),
+                stages=[NewStage(type=render, tasks=[tile(0, 0, 0, nonRetryable=True)])],
+            )
+            failed = await jobnik.wait(doomed.id, poll_interval=POLL, timeout=DEADLINE)
+            assert failed.status is JobStatus.FAILED
+            [stage] = await jobnik.get_job_stages(doomed.id, with_tasks=True)
+            assert stage.status is StageStatus.FAILED
+            assert stage.summary.model_dump() == _summary(failed=1, total=1)
+            assert stage.tasks is not None
+            assert [(t.status, t.attempts) for t in stage.tasks] == [(TaskStatus.FAILED, 1)]
+
+    assert [w.returncode for w in workers] == [0, 0]
+    await assert_invariants(pg_db)
+
+
+async def test_sigterm_in_the_middle_of_a_task_lets_it_complete(
+    pg_db: Database, tmp_path: Path
+) -> None:
+    kind = unique("slow")
+    log = tmp_path / "worker.log"
+    with manager_process(pg_db.url) as url:
+        async with JobnikClient(url) as jobnik:
+            job = await jobnik.create_job(
+                unique("e2e-sigterm"),
+                stages=[NewStage(type=kind, tasks=[tile(0, 0, 0, sleepSeconds=2)])],
+            )
+            assert job.stages is not None and job.stages[0].tasks is not None
+            task_id = job.stages[0].tasks[0].id
+            with worker_process(url, kind, log, WORKER_SHUTDOWN_GRACE_SECONDS="30") as proc:
+
+                async def running() -> bool | None:
+                    task = await jobnik.get_task(task_id)
+                    return True if task.status is TaskStatus.IN_PROGRESS else None
+
+                await eventually(running, "the worker to claim the task")
+                sent_at = datetime.now(UTC)
+                proc.send_signal(signal.SIGTERM)
+                code = await asyncio.to_thread(proc.wait, 30)
+            assert code == 0, log.read_text()
+
+            task = await jobnik.get_task(task_id)
+            assert task.status is TaskStatus.COMPLETED
+            assert task.end_time is not None and task.end_time > sent_at
+            in_progress = await jobnik.list_tasks(stage_type=kind, status=TaskStatus.IN_PROGRESS)
+            assert in_progress.total == 0
+            assert (await jobnik.get_job(job.id)).status is JobStatus.COMPLETED
+    assert "SIGTERM received" in log.read_text()
+    await assert_invariants(pg_db)
+
+
+def _summary(**counts: int) -> dict[str, int]:
+    keys = ("pending", "in_progress", "completed", "failed", "created", "retried", "aborted")
+    return {**dict.fromkeys(keys, 0), **counts}

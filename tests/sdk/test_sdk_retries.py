@@ -1,0 +1,333 @@
+"""Which failures the client sends again, against a small scripted ASGI server (run
+in-process through httpx.ASGITransport) and a port where nothing listens."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from jobnik_sdk import (
+    ApiError,
+    Backoff,
+    ConflictError,
+    JobnikClient,
+    NewTask,
+    NotFoundError,
+    RetryPolicy,
+    TransportError,
+    ValidationError,
+)
+from jobnik_sdk._retry import Replay, replay_for, should_retry
+
+from ..support.processes import free_port
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+NOW = datetime.now(UTC).isoformat()
+JOB = {
+    "id": str(uuid.uuid4()),
+    "name": "scripted",
+    "data": {},
+    "userMetadata": {},
+    "priority": "MEDIUM",
+    "status": "PENDING",
+    "percentage": 0,
+    "creationTime": NOW,
+    "updateTime": NOW,
+    "traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01",
+}
+TASK = {
+    "id": str(uuid.uuid4()),
+    "stageId": str(uuid.uuid4()),
+    "data": {},
+    "userMetadata": {},
+    "status": "IN_PROGRESS",
+    "attempts": 0,
+    "maxAttempts": 1,
+    "creationTime": NOW,
+    "updateTime": NOW,
+}
+FAST = RetryPolicy(
+    max_attempts=4,
+    backoff=Backoff(initial=timedelta(milliseconds=1), maximum=timedelta(milliseconds=5)),
+)
+
+
+class ScriptedManager:
+    """An ASGI app that answers with the statuses in `script` in turn, then 200 with
+    `body`, and records every request it receives."""
+
+    def __init__(self, script: list[int], body: Any, error: Any = None) -> None:
+        self.script = list(script)
+        self.body = body
+        self.error = error
+        self.requests: list[httpx.Headers] = []
+        self.methods: list[str] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["type"] == "http"
+        while (await receive()).get("more_body"):
+            pass
+        self.methods.append(scope["method"])
+        self.requests.append(httpx.Headers([(k.decode(), v.decode()) for k, v in scope["headers"]]))
+        status = self.script.pop(0) if self.script else 200
+        error = self.error or {"message": f"scripted {status}", "code": f"SCRIPTED_{status}"}
+        body = self.body if status < 400 else error
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+
+class FailFirst(httpx.AsyncBaseTransport):
+    """Raises `error` for the first `times` requests, then hands over to `inner`."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, error: type[Exception], times: int):
+        self.inner, self.error, self.times = inner, error, times
+        self.raised = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.raised < self.times:
+            self.raised += 1
+            raise self.error("scripted transport failure", request=request)  # type: ignore[call-arg]
+        return await self.inner.handle_async_request(request)
+
+
+def client_for(
+    transport: httpx.AsyncBaseTransport, *, retry: RetryPolicy = FAST, auto_keys: bool = False
+) -> JobnikClient:
+    return JobnikClient(
+        "http://scripted", transport=transport, retry=retry, auto_idempotency_keys=auto_keys
+    )
+
+
+def on(server: ScriptedManager) -> httpx.ASGITransport:
+    return httpx.ASGITransport(app=server)
+
+
+async def test_503_twice_then_an_answer_succeeds_on_the_third_request() -> None:
+    server = ScriptedManager([503, 503], JOB)
+    async with client_for(on(server)) as client:
+        job = await client.get_job(JOB["id"])
+    assert str(job.id) == JOB["id"]
+    assert server.count == 3
+
+
+async def test_gateway_errors_on_a_report_are_retried() -> None:
+    server = ScriptedManager([502, 504], TASK)
+    async with client_for(on(server)) as client:
+        task = await client.complete(TASK["id"])
+    assert str(task.id) == TASK["id"]
+    assert server.count == 3
+    assert server.methods == ["PUT"] * 3
+
+
+async def test_retries_are_bounded() -> None:
+    server = ScriptedManager([503] * 10, JOB)
+    async with client_for(on(server)) as client:
+        with pytest.raises(ApiError) as failed:
+            await client.get_job(JOB["id"])
+    assert failed.value.status_code == 503
+    assert server.count == FAST.max_attempts
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(400, ApiError), (404, NotFoundError), (409, ConflictError), (500, ApiError), (501, ApiError)],
+)
+async def test_other_errors_are_not_retried(status: int, error: type[ApiError]) -> None:
+    server = ScriptedManager([status], JOB)
+    async with client_for(on(server)) as client:
+        with pytest.raises(error) as failed:
+            await client.get_job(JOB["id"])
+    assert type(failed.value) is error and failed.value.status_code == status
+    assert server.count == 1
+
+
+async def test_a_400_is_not_retried_even_on_a_post_with_a_key() -> None:
+    server = ScriptedManager(
+        [400, 503], JOB, error={"message": "name: too short", "code": "VALIDATION_ERROR"}
+    )
+    async with client_for(on(server)) as client:
+        with pytest.raises(ValidationError) as failed:
+            await client.create_job("x", idempotency_key="k")
+    assert (failed.value.code, failed.value.message) == ("VALIDATION_ERROR", "name: too short")
+    assert server.count == 1
+
+
+async def test_a_post_without_an_idempotency_key_is_not_retried() -> None:
+    server = ScriptedManager([503], JOB)
+    async with client_for(on(server)) as client:
+        with pytest.raises(ApiError) as failed:
+            await client.create_job("no-key")
+    assert failed.value.status_code == 503
+    assert server.count == 1
+    assert "idempotency-key" not in server.requests[0]
+
+
+async def test_a_post_with_an_idempotency_key_is_retried_with_the_same_key() -> None:
+    server = ScriptedManager([503, 503], [TASK])
+    async with client_for(on(server)) as client:
+        tasks = await client.add_tasks(uuid.uuid4(), [NewTask()], idempotency_key="batch-7")
+    assert len(tasks) == 1
+    assert [r["idempotency-key"] for r in server.requests] == ["batch-7"] * 3
+
+
+async def test_automatic_idempotency_keys_make_creates_retryable() -> None:
+    server = ScriptedManager([503], JOB)
+    async with client_for(on(server), auto_keys=True) as client:
+        await client.create_job("auto-key")
+    keys = [r["idempotency-key"] for r in server.requests]
+    assert len(keys) == 2 and keys[0] == keys[1] and uuid.UUID(keys[0])
+
+
+async def test_dequeue_is_not_retried_once_it_may_have_reached_the_server() -> None:
+    server = ScriptedManager([503], TASK)
+    async with client_for(on(server)) as client:
+        with pytest.raises(ApiError):
+            await client.dequeue("tiles")
+    assert server.count == 1
+
+
+async def test_dequeue_is_not_retried_after_a_read_timeout() -> None:
+    server = ScriptedManager([], TASK)
+    transport = FailFirst(on(server), httpx.ReadTimeout, times=1)
+    async with client_for(transport) as client:
+        with pytest.raises(TransportError) as failed:
+            await client.dequeue("tiles")
+    assert isinstance(failed.value.__cause__, httpx.ReadTimeout)
+    assert transport.raised == 1 and server.count == 0
+
+
+async def test_dequeue_is_retried_on_connect_errors() -> None:
+    server = ScriptedManager([], TASK)
+    transport = FailFirst(on(server), httpx.ConnectError, times=2)
+    async with client_for(transport) as client:
+        task = await client.dequeue("tiles")
+    assert task is not None and str(task.id) == TASK["id"]
+    assert transport.raised == 2 and server.count == 1
+
+
+async def test_a_post_without_a_key_is_retried_on_connect_errors_only() -> None:
+    server = ScriptedManager([], JOB)
+    connect = FailFirst(on(server), httpx.ConnectError, times=1)
+    async with client_for(connect) as client:
+        await client.create_job("connect")
+    assert server.count == 1
+    timeout = FailFirst(on(server), httpx.ReadTimeout, times=1)
+    async with client_for(timeout) as client:
+        with pytest.raises(TransportError):
+            await client.create_job("read-timeout")
+    assert server.count == 1
+
+
+async def test_idempotent_calls_are_retried_after_timeouts() -> None:
+    server = ScriptedManager([], JOB)
+    transport = FailFirst(on(server), httpx.ReadTimeout, times=2)
+    async with client_for(transport) as client:
+        await client.get_job(JOB["id"])
+    assert transport.raised == 2 and server.count == 1
+
+
+async def test_an_unreachable_manager_raises_transport_error() -> None:
+    retry = RetryPolicy(
+        max_attempts=2,
+        backoff=Backoff(initial=timedelta(milliseconds=1), maximum=timedelta(milliseconds=1)),
+    )
+    async with JobnikClient(f"http://127.0.0.1:{free_port()}", retry=retry) as client:
+        with pytest.raises(TransportError) as failed:
+            await client.get_job(uuid.uuid4())
+    assert isinstance(failed.value.__cause__, httpx.ConnectError)
+
+
+async def test_an_error_body_that_is_not_json_still_maps() -> None:
+    async def proxy(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 502, "headers": []})
+        await send({"type": "http.response.body", "body": b"<html>bad gateway</html>"})
+
+    no_retry = RetryPolicy(max_attempts=1)
+    async with client_for(httpx.ASGITransport(app=proxy), retry=no_retry) as client:
+        with pytest.raises(ApiError) as failed:
+            await client.get_job(uuid.uuid4())
+    assert (failed.value.status_code, failed.value.code) == (502, "HTTP_502")
+    assert "bad gateway" in failed.value.message
+
+
+@pytest.mark.parametrize(
+    ("method", "key", "claims", "expected"),
+    [
+        ("GET", False, False, Replay.IDEMPOTENT),
+        ("PUT", False, False, Replay.IDEMPOTENT),
+        ("PATCH", False, False, Replay.IDEMPOTENT),
+        ("DELETE", False, False, Replay.IDEMPOTENT),
+        ("POST", True, False, Replay.IDEMPOTENT),
+        ("POST", False, False, Replay.UNSENT_ONLY),
+        ("PATCH", False, True, Replay.UNSENT_ONLY),
+    ],
+)
+def test_which_requests_repeat_safely(
+    method: str, key: bool, claims: bool, expected: Replay
+) -> None:
+    assert replay_for(method, has_idempotency_key=key, claims=claims) is expected
+
+
+_REQUEST = httpx.Request("GET", "http://x")
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "idempotent", "unsent_only"),
+    [
+        (httpx.ConnectError("x", request=_REQUEST), None, True, True),
+        (httpx.ConnectTimeout("x", request=_REQUEST), None, True, True),
+        (httpx.PoolTimeout("x", request=_REQUEST), None, True, True),
+        (httpx.ReadTimeout("x", request=_REQUEST), None, True, False),
+        (httpx.WriteTimeout("x", request=_REQUEST), None, True, False),
+        (httpx.ReadError("x", request=_REQUEST), None, True, False),
+        (httpx.RemoteProtocolError("x", request=_REQUEST), None, True, False),
+        (ValueError("not a transport error"), None, False, False),
+        (None, 502, True, False),
+        (None, 503, True, False),
+        (None, 504, True, False),
+        (None, 500, False, False),
+        (None, 429, False, False),
+        (None, 400, False, False),
+        (None, 404, False, False),
+        (None, 409, False, False),
+        (None, 200, False, False),
+    ],
+)
+def test_should_retry_table(
+    error: BaseException | None, status: int | None, idempotent: bool, unsent_only: bool
+) -> None:
+    assert should_retry(Replay.IDEMPOTENT, error=error, status=status) is idempotent
+    assert should_retry(Replay.UNSENT_ONLY, error=error, status=status) is unsent_only
+
+
+def test_backoff_grows_with_jitter_up_to_its_maximum() -> None:
+    backoff = Backoff(initial=timedelta(milliseconds=100), maximum=timedelta(seconds=1), jitter=0.5)
+    for step, base in [(1, 0.1), (2, 0.2), (3, 0.4), (4, 0.8)]:
+        delays = {backoff.delay(step).total_seconds() for _ in range(50)}
+        assert all(base * 0.5 <= d <= min(1.0, base * 1.5) for d in delays)
+        assert len(delays) > 1, "jitter spreads the delays"
+    assert all(backoff.delay(20).total_seconds() <= 1.0 for _ in range(50))
+    assert Backoff(jitter=0).delay(1) == timedelta(milliseconds=200)
+    with pytest.raises(ValueError):
+        Backoff(initial=timedelta(seconds=2), maximum=timedelta(seconds=1))
+    with pytest.raises(ValueError):
+        RetryPolicy(max_attempts=0)

@@ -1,0 +1,425 @@
+"""The Worker: what it reports for each handler outcome, concurrency, polling, and
+shutdown without losing claimed tasks. Mostly on the FakeJobnik; the last tests run it
+against the manager in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from jobnik_sdk import (
+    Backoff,
+    JobnikClient,
+    JobStatus,
+    NewStage,
+    NewTask,
+    NonRetryableError,
+    Task,
+    TaskContext,
+    TaskStatus,
+    TransportError,
+    Worker,
+)
+from jobnik_sdk.testing import FakeJobnik
+
+from ..support.api import unique
+
+QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
+DEADLINE = timedelta(seconds=10)
+
+
+class Tile(BaseModel):
+    x: int
+    y: int
+
+
+def worker(client: Any, stage_types: str | list[str], handler: Any, **options: Any) -> Worker[Any]:
+    options.setdefault("poll_backoff", QUICK)
+    options.setdefault("handle_signals", False)
+    return Worker(client, stage_types=stage_types, handler=handler, **options)
+
+
+async def one_stage_job(
+    client: Any, kind: str, *tasks: NewTask, start_as_waiting: bool = False
+) -> Any:
+    return await client.create_job(
+        unique("job"),
+        stages=[NewStage(type=kind, tasks=list(tasks), start_as_waiting=start_as_waiting)],
+    )
+
+
+async def test_a_returning_handler_completes_tasks_with_validated_data() -> None:
+    fake = FakeJobnik()
+    seen: list[tuple[Tile, str, str, int]] = []
+
+    async def render(tile: Tile, ctx: TaskContext) -> None:
+        seen.append((tile, ctx.stage.type, ctx.job.name, ctx.attempt))
+
+    job = await one_stage_job(fake, "tiles", NewTask(data={"x": 1, "y": 2}))
+    async with worker(fake, "tiles", render):
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+    assert seen == [(Tile(x=1, y=2), "tiles", job.name, 1)]
+
+
+async def test_a_raising_handler_fails_the_attempt_and_the_manager_retries() -> None:
+    fake = FakeJobnik()
+    attempts: list[int] = []
+
+    async def flaky(data: dict[str, Any], ctx: TaskContext) -> None:
+        attempts.append(ctx.attempt)
+        if ctx.attempt == 1:
+            raise RuntimeError("first attempt fails")
+
+    job = await one_stage_job(fake, "flaky", NewTask(data={"n": 1}, max_attempts=2))
+    async with worker(fake, "flaky", flaky):
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+    assert attempts == [1, 2]
+    [task] = (await fake.list_tasks(stage_type="flaky")).items
+    assert (task.status, task.attempts) == (TaskStatus.COMPLETED, 1)
+
+
+async def test_non_retryable_error_fails_the_task() -> None:
+    fake = FakeJobnik()
+    calls = 0
+
+    async def refuse(data: dict[str, Any], ctx: TaskContext) -> None:
+        nonlocal calls
+        calls += 1
+        raise NonRetryableError("bad input")
+
+    job = await one_stage_job(fake, "refuse", NewTask(max_attempts=1))
+    async with worker(fake, "refuse", refuse):
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.FAILED
+    assert calls == 1
+
+
+async def test_data_that_does_not_validate_fails_without_calling_the_handler() -> None:
+    fake = FakeJobnik()
+    called = False
+
+    async def render(tile: Tile, ctx: TaskContext) -> None:
+        nonlocal called
+        called = True
+
+    job = await one_stage_job(fake, "tiles", NewTask(data={"x": "not a number"}))
+    async with worker(fake, "tiles", render):
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.FAILED
+    assert not called
+
+
+async def test_data_model_option_and_whole_task_annotation() -> None:
+    fake = FakeJobnik()
+    got: list[Any] = []
+
+    async def by_option(data, ctx):  # type: ignore[no-untyped-def]
+        got.append(data)
+
+    async def whole(task: Task, ctx: TaskContext) -> None:
+        got.append(task)
+
+    job = await one_stage_job(fake, "a", NewTask(data={"x": 1, "y": 1}))
+    async with worker(fake, "a", by_option, data_model=Tile):
+        await fake.wait(job.id, timeout=DEADLINE)
+    job = await one_stage_job(fake, "b", NewTask(data={"k": "v"}))
+    async with worker(fake, "b", whole):
+        await fake.wait(job.id, timeout=DEADLINE)
+    assert got[0] == Tile(x=1, y=1)
+    assert isinstance(got[1], Task) and got[1].data == {"k": "v"}
+
+
+async def test_context_helpers_write_task_user_metadata() -> None:
+    fake = FakeJobnik()
+
+    async def report_progress(data: dict[str, Any], ctx: TaskContext) -> None:
+        await ctx.update_progress(50, phase="half")
+        await ctx.update_progress(100)
+        ctx.logger.info("done")
+
+    job = await one_stage_job(fake, "p", NewTask(user_metadata={"owner": "me"}))
+    async with worker(fake, "p", report_progress):
+        await fake.wait(job.id, timeout=DEADLINE)
+    [task] = (await fake.list_tasks(stage_type="p")).items
+    assert task.user_metadata == {"owner": "me", "progress": 100, "phase": "half"}
+
+
+async def test_concurrency_bounds_tasks_in_flight() -> None:
+    fake = FakeJobnik()
+    running = peak = 0
+
+    async def slow(data: dict[str, Any], ctx: TaskContext) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.05)
+        running -= 1
+
+    job = await one_stage_job(fake, "slow", *[NewTask() for _ in range(9)])
+    async with worker(fake, "slow", slow, concurrency=3):
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+    assert peak == 3
+
+
+class CountingFake(FakeJobnik):
+    def __init__(self) -> None:
+        super().__init__()
+        self.claims: list[float] = []
+
+    async def dequeue(self, stage_type: str) -> Task | None:
+        self.claims.append(time.monotonic())
+        return await super().dequeue(stage_type)
+
+
+async def test_a_busy_worker_claims_again_at_once_and_an_idle_one_backs_off() -> None:
+    fake = CountingFake()
+    slow_poll = Backoff(initial=timedelta(seconds=0.2), maximum=timedelta(seconds=0.4), jitter=0)
+
+    async def quick(data: dict[str, Any], ctx: TaskContext) -> None:
+        return None
+
+    job = await one_stage_job(fake, "q", *[NewTask() for _ in range(20)])
+    began = time.monotonic()
+    async with worker(fake, "q", quick, poll_backoff=slow_poll):
+        await fake.wait(job.id, poll_interval=timedelta(milliseconds=5), timeout=DEADLINE)
+        busy = time.monotonic() - began
+        fake.claims.clear()
+        await asyncio.sleep(1.5)
+    # 20 tasks, one claim each, with no idle wait between them.
+    assert busy < 0.2 * 5
+    # Idle: waits of 0.2, 0.4, 0.4 s... so a few claims in 1.5 s, never dozens.
+    assert 2 <= len(fake.claims) <= 6
+
+
+async def test_several_stage_types_are_served() -> None:
+    fake = FakeJobnik()
+    served: list[str] = []
+
+    async def handle(data: dict[str, Any], ctx: TaskContext) -> None:
+        served.append(ctx.stage.type)
+
+    first = await one_stage_job(fake, "a", NewTask(), NewTask())
+    second = await one_stage_job(fake, "b", NewTask(), NewTask())
+    async with worker(fake, ["a", "b"], handle):
+        await fake.wait(first.id, timeout=DEADLINE)
+        await fake.wait(second.id, timeout=DEADLINE)
+    assert sorted(served) == ["a", "a", "b", "b"]
+    assert served[:2] in (["a", "b"], ["b", "a"]), "types are served in turn"
+
+
+class UnreliableFake(FakeJobnik):
+    """Claims and reports fail a few times with TransportError before working."""
+
+    def __init__(self, claim_failures: int, report_failures: int) -> None:
+        super().__init__()
+        self.claim_failures, self.report_failures = claim_failures, report_failures
+
+    async def dequeue(self, stage_type: str) -> Task | None:
+        if self.claim_failures:
+            self.claim_failures -= 1
+            raise TransportError("manager unreachable")
+        return await super().dequeue(stage_type)
+
+    async def complete(self, task_id: Any) -> Task:
+        if self.report_failures:
+            self.report_failures -= 1
+            raise TransportError("manager unreachable")
+        return await super().complete(task_id)
+
+
+async def test_claim_and_report_failures_are_survived() -> None:
+    fake = UnreliableFake(claim_failures=3, report_failures=2)
+
+    async def ok(data: dict[str, Any], ctx: TaskContext) -> None:
+        return None
+
+    job = await one_stage_job(fake, "u", NewTask())
+    async with worker(fake, "u", ok):
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+    assert (fake.claim_failures, fake.report_failures) == (0, 0)
+
+
+async def test_shutdown_lets_running_tasks_finish_and_report() -> None:
+    fake = FakeJobnik()
+    started = asyncio.Event()
+
+    async def slow(data: dict[str, Any], ctx: TaskContext) -> None:
+        started.set()
+        await asyncio.sleep(0.3)
+
+    job = await one_stage_job(fake, "s", NewTask(), NewTask())
+    w = worker(fake, "s", slow, shutdown_grace=timedelta(seconds=5))
+    run = asyncio.create_task(w.run())
+    await asyncio.wait_for(started.wait(), 5)
+    await w.shutdown()
+    assert run.done() and run.exception() is None
+    await w.shutdown()  # idempotent
+    tasks = (await fake.list_tasks(stage_type="s")).items
+    assert sorted(t.status for t in tasks) == [TaskStatus.COMPLETED, TaskStatus.PENDING]
+    assert (await fake.get_job(job.id)).status is JobStatus.IN_PROGRESS
+
+
+async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_failed() -> None:
+    fake = FakeJobnik()
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def stuck(data: dict[str, Any], ctx: TaskContext) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    await one_stage_job(fake, "stuck", NewTask(max_attempts=2))
+    w = worker(fake, "stuck", stuck, shutdown_grace=timedelta(milliseconds=100))
+    run = asyncio.create_task(w.run())
+    await asyncio.wait_for(started.wait(), 5)
+    began = time.monotonic()
+    await w.shutdown()
+    assert time.monotonic() - began < 2
+    assert cancelled.is_set() and run.done()
+    [task] = (await fake.list_tasks(stage_type="stuck")).items
+    assert (task.status, task.attempts) == (TaskStatus.RETRIED, 1)
+
+
+async def test_cancelling_run_still_reports_claimed_tasks() -> None:
+    fake = FakeJobnik()
+    started = asyncio.Event()
+
+    async def stuck(data: dict[str, Any], ctx: TaskContext) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    await one_stage_job(fake, "c", NewTask(max_attempts=3))
+    run = asyncio.create_task(worker(fake, "c", stuck).run())
+    await asyncio.wait_for(started.wait(), 5)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    [task] = (await fake.list_tasks(stage_type="c")).items
+    assert task.status is TaskStatus.RETRIED
+
+
+async def test_shutdown_before_run_and_run_twice() -> None:
+    fake = FakeJobnik()
+
+    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
+        return None
+
+    w = worker(fake, "n", noop)
+    await w.shutdown()
+    await asyncio.wait_for(w.run(), 5)  # already asked to stop: returns at once
+    with pytest.raises(RuntimeError):
+        await w.run()
+
+
+async def test_a_worker_given_a_url_owns_and_closes_its_client() -> None:
+    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
+        return None
+
+    w = worker("http://127.0.0.1:9", "n", noop)
+    client = w._client
+    assert isinstance(client, JobnikClient)
+    await w.shutdown()
+    await w.run()
+    with pytest.raises(RuntimeError):
+        await client.get_job("x")  # closed
+
+
+def test_options_are_checked() -> None:
+    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
+        return None
+
+    fake = FakeJobnik()
+    with pytest.raises(ValueError):
+        Worker(fake, stage_types=[], handler=noop)
+    with pytest.raises(ValueError):
+        Worker(fake, stage_types="t", handler=noop, concurrency=0)
+
+    async def one_argument(data: dict[str, Any]) -> None:
+        return None
+
+    with pytest.raises(TypeError):
+        Worker(fake, stage_types="t", handler=one_argument)  # type: ignore[arg-type]
+
+
+async def test_sigterm_starts_a_graceful_shutdown() -> None:
+    fake = FakeJobnik()
+    started = asyncio.Event()
+    finished = False
+
+    async def slow(data: dict[str, Any], ctx: TaskContext) -> None:
+        nonlocal finished
+        started.set()
+        await asyncio.sleep(0.2)
+        finished = True
+
+    await one_stage_job(fake, "sig", NewTask())
+    w = worker(fake, "sig", slow, handle_signals=True)
+    run = asyncio.create_task(w.run())
+    await asyncio.wait_for(started.wait(), 5)
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.wait_for(run, 5)
+    assert finished
+    [task] = (await fake.list_tasks(stage_type="sig")).items
+    assert task.status is TaskStatus.COMPLETED
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+# ---- against the manager ----------------------------------------------------------------
+
+
+async def test_worker_runs_a_job_on_the_manager(jobnik: JobnikClient) -> None:
+    prepare, render = unique("prepare"), unique("render")
+    job = await jobnik.create_job(
+        unique("job"),
+        stages=[
+            NewStage(type=prepare, tasks=[NewTask(data={"x": 0, "y": 0})]),
+            NewStage(
+                type=render,
+                tasks=[NewTask(data={"x": i, "y": i}, max_attempts=2) for i in range(4)],
+            ),
+        ],
+    )
+    failed_once: set[int] = set()
+
+    async def handle(tile: Tile, ctx: TaskContext) -> None:
+        await ctx.update_progress(10)
+        if ctx.stage.type == render and tile.x == 2 and tile.x not in failed_once:
+            failed_once.add(tile.x)
+            raise RuntimeError("flaky")
+
+    async with worker(jobnik, [prepare, render], handle, concurrency=2):
+        done = await jobnik.wait(job.id, poll_interval=timedelta(milliseconds=20), timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+    stages = await jobnik.get_job_stages(job.id, with_tasks=True)
+    assert [(s.summary.completed, s.summary.total) for s in stages] == [(1, 1), (4, 4)]
+    assert stages[1].tasks is not None
+    assert sorted(t.attempts for t in stages[1].tasks) == [0, 0, 0, 1]
+    assert all(t.user_metadata == {"progress": 10} for t in stages[1].tasks)
+
+
+async def test_worker_reports_failures_to_the_manager(jobnik: JobnikClient) -> None:
+    kind = unique("refuse")
+
+    async def refuse(data: dict[str, Any], ctx: TaskContext) -> None:
+        raise NonRetryableError("no")
+
+    job = await one_stage_job(jobnik, kind, NewTask(max_attempts=1))
+    async with worker(jobnik, kind, refuse):
+        done = await jobnik.wait(job.id, poll_interval=timedelta(milliseconds=20), timeout=DEADLINE)
+    assert done.status is JobStatus.FAILED
+    [task] = (await jobnik.list_tasks(stage_type=kind)).items
+    assert (task.status, task.attempts) == (TaskStatus.FAILED, 1)

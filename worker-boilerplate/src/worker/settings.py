@@ -1,0 +1,63 @@
+"""The worker's configuration, from environment variables prefixed `WORKER_` (or a
+`.env` file in the working directory)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from jobnik_sdk import Backoff
+
+
+class WorkerSettings(BaseSettings):
+    """Where the manager is, what to claim, and how the worker paces itself."""
+
+    model_config = SettingsConfigDict(env_prefix="WORKER_", env_file=".env", extra="ignore")
+
+    manager_url: str = "http://127.0.0.1:8080"
+    stage_type: str = Field(
+        default="tile-render",
+        description="Stage type to claim tasks of; several separated by commas",
+    )
+    handler: str = Field(
+        default="worker.handler:render_tile",
+        description="The handler to run, as 'module:function'",
+    )
+    concurrency: int = Field(default=1, ge=1, description="Tasks run at the same time")
+    shutdown_grace_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="On SIGTERM, how long running tasks may take before they are cancelled",
+    )
+    poll_initial_seconds: float = Field(default=0.25, gt=0, description="First idle poll delay")
+    poll_max_seconds: float = Field(default=5.0, gt=0, description="Longest idle poll delay")
+    request_timeout_seconds: float = Field(default=30.0, gt=0)
+    log_level: str = "INFO"
+
+    @field_validator("stage_type")
+    @classmethod
+    def _some_stage_type(cls, value: str) -> str:
+        if not [part for part in value.split(",") if part.strip()]:
+            raise ValueError("name at least one stage type")
+        return value
+
+    @property
+    def stage_types(self) -> list[str]:
+        return [part.strip() for part in self.stage_type.split(",") if part.strip()]
+
+    @property
+    def shutdown_grace(self) -> timedelta:
+        return timedelta(seconds=self.shutdown_grace_seconds)
+
+    @property
+    def request_timeout(self) -> timedelta:
+        return timedelta(seconds=self.request_timeout_seconds)
+
+    @property
+    def poll_backoff(self) -> Backoff:
+        initial = timedelta(seconds=self.poll_initial_seconds)
+        return Backoff(
+            initial=initial, maximum=max(initial, timedelta(seconds=self.poll_max_seconds))
+        )

@@ -1,0 +1,46 @@
+"""Settings come from WORKER_ environment variables."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from worker.settings import WorkerSettings
+
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("WORKER_MANAGER_URL", "WORKER_STAGE_TYPE", "WORKER_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.manager_url == "http://127.0.0.1:8080"
+    assert settings.stage_types == ["tile-render"]
+    assert settings.concurrency == 1
+    assert settings.shutdown_grace == timedelta(seconds=30)
+
+
+def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKER_MANAGER_URL", "http://manager:8080")
+    monkeypatch.setenv("WORKER_STAGE_TYPE", "tile-render, tile-publish")
+    monkeypatch.setenv("WORKER_CONCURRENCY", "4")
+    monkeypatch.setenv("WORKER_SHUTDOWN_GRACE_SECONDS", "2.5")
+    monkeypatch.setenv("WORKER_POLL_INITIAL_SECONDS", "0.1")
+    monkeypatch.setenv("WORKER_POLL_MAX_SECONDS", "1")
+    settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.manager_url == "http://manager:8080"
+    assert settings.stage_types == ["tile-render", "tile-publish"]
+    assert settings.concurrency == 4
+    assert settings.shutdown_grace == timedelta(seconds=2.5)
+    assert settings.poll_backoff.initial == timedelta(seconds=0.1)
+    assert settings.poll_backoff.maximum == timedelta(seconds=1)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("WORKER_CONCURRENCY", "0"), ("WORKER_STAGE_TYPE", " , "), ("WORKER_POLL_MAX_SECONDS", "0")],
+)
+def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError):
+        WorkerSettings(_env_file=None)  # type: ignore[call-arg]
