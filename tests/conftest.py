@@ -69,13 +69,16 @@ def database_url(request: pytest.FixtureRequest) -> str:
     return url
 
 
+TABLES = ("events", "tasks", "stages", "jobs", "idempotency_keys")
+
+
 async def _empty(db: Database) -> None:
     async with db.engine.begin() as conn:
         if db.is_sqlite:
-            for table in ("tasks", "stages", "jobs"):
+            for table in TABLES:
                 await conn.execute(text(f"DELETE FROM {table}"))
         else:
-            await conn.execute(text("TRUNCATE tasks, stages, jobs"))
+            await conn.execute(text(f"TRUNCATE {', '.join(TABLES)}"))
 
 
 @pytest.fixture

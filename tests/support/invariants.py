@@ -46,6 +46,7 @@ async def assert_invariants(db: Database) -> None:
             st, job = stages[task.stage_id], jobs[task.job_id]
             should = (
                 TaskStatus(task.status).is_claimable
+                and task.not_before is None  # a retry waiting out its delay
                 and StageStatus(st.status).is_active
                 and JobStatus(job.status) in CLAIMING_JOB_STATUSES
             )

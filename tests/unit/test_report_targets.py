@@ -1,4 +1,4 @@
-"""A worker may only report COMPLETED or FAILED; RETRIED is the manager's decision."""
+"""A worker may report COMPLETED, FAILED or RETRIED ("retry later"); nothing else."""
 
 from __future__ import annotations
 
@@ -6,12 +6,33 @@ import pytest
 
 from jobnik_manager.domain.errors import IllegalTransition
 from jobnik_manager.domain.statuses import TaskStatus
-from jobnik_manager.domain.tasks import apply_report
+from jobnik_manager.domain.tasks import ReportOutcome, apply_report
+
+T = TaskStatus
+REPORTABLE = (T.COMPLETED, T.FAILED, T.RETRIED)
 
 
-@pytest.mark.parametrize(
-    "reported", [s for s in TaskStatus if s not in (TaskStatus.COMPLETED, TaskStatus.FAILED)]
-)
-def test_only_completed_or_failed_may_be_reported(reported: TaskStatus) -> None:
+@pytest.mark.parametrize("reported", [s for s in TaskStatus if s not in REPORTABLE], ids=str)
+def test_other_statuses_may_not_be_reported(reported: TaskStatus) -> None:
     with pytest.raises(IllegalTransition):
-        apply_report(TaskStatus.IN_PROGRESS, reported, attempts=0, max_attempts=3)
+        apply_report(T.IN_PROGRESS, reported, attempts=0, max_attempts=3)
+
+
+@pytest.mark.parametrize(("attempts", "max_attempts"), [(0, 1), (0, 3), (2, 3), (5, 5)])
+def test_retry_later_keeps_the_attempt_count(attempts: int, max_attempts: int) -> None:
+    outcome = apply_report(T.IN_PROGRESS, T.RETRIED, attempts=attempts, max_attempts=max_attempts)
+    assert outcome == ReportOutcome(T.RETRIED, attempts)
+
+
+@pytest.mark.parametrize(("attempts", "max_attempts"), [(0, 1), (0, 5), (3, 5)])
+def test_non_retryable_failure_fails_at_once(attempts: int, max_attempts: int) -> None:
+    outcome = apply_report(
+        T.IN_PROGRESS, T.FAILED, attempts=attempts, max_attempts=max_attempts, retryable=False
+    )
+    assert outcome == ReportOutcome(T.FAILED, attempts + 1)
+
+
+@pytest.mark.parametrize("current", [s for s in TaskStatus if s is not T.IN_PROGRESS], ids=str)
+def test_retry_later_only_from_in_progress(current: TaskStatus) -> None:
+    with pytest.raises(IllegalTransition):
+        apply_report(current, T.RETRIED, attempts=0, max_attempts=3)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,6 +13,7 @@ from . import __version__
 from .api.errors import install_error_handlers
 from .api.routes import health, jobs, stages, tasks
 from .db.engine import Database
+from .maintenance.loop import run_maintenance
 from .settings import Settings
 
 
@@ -20,9 +23,20 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        if database is None:  # an injected database belongs to the caller
-            await db.dispose()
+        loop = (
+            asyncio.create_task(run_maintenance(db, settings.maintenance_interval))
+            if settings.maintenance
+            else None
+        )
+        try:
+            yield
+        finally:
+            if loop is not None:
+                loop.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await loop
+            if database is None:  # an injected database belongs to the caller
+                await db.dispose()
 
     app = FastAPI(
         title="Jobnik manager",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -20,6 +22,14 @@ class Settings(BaseSettings):
     auto_migrate: bool | None = Field(
         default=None,
         description="Apply migrations when `serve` starts; default: on for SQLite, off otherwise",
+    )
+
+    maintenance: bool = Field(
+        default=True,
+        description="Run the lease reaper and due-retry loop here (safe on every replica)",
+    )
+    maintenance_interval: timedelta = Field(
+        default=timedelta(seconds=1), description="Seconds between maintenance ticks"
     )
 
     @property

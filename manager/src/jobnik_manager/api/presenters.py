@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from ..db.models import Job, Stage, Task
+from typing import Literal, cast
+
+from ..db.models import Event, Job, Stage, Task
 from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
-from .schemas import JobOut, StageOut, SummaryOut, TaskOut
+from .schemas import EventOut, JobOut, StageOut, SummaryOut, TaskOut
 
 
 def task_out(t: Task) -> TaskOut:
@@ -22,6 +24,32 @@ def task_out(t: Task) -> TaskOut:
         end_time=t.end_time,
         traceparent=t.traceparent,
         tracestate=t.tracestate,
+        lease_id=t.lease_id,
+        lease_expires_at=t.lease_expires_at,
+        worker=t.worker,
+        progress=t.progress,
+        not_before=t.not_before,
+        retry_policy=t.retry_policy,
+        reason=t.reason,
+        result=t.result,
+    )
+
+
+def event_out(e: Event) -> EventOut:
+    return EventOut(
+        id=e.seq,
+        time=e.time,
+        entity=cast(Literal["JOB", "STAGE", "TASK"], e.entity),
+        entity_id=e.entity_id,
+        job_id=e.job_id,
+        stage_id=e.stage_id,
+        task_id=e.task_id,
+        from_status=e.from_status,
+        to_status=e.to_status,
+        attempt=e.attempt,
+        lease_id=e.lease_id,
+        worker=e.worker,
+        reason=e.reason,
     )
 
 
@@ -52,6 +80,7 @@ def stage_out(st: Stage, tasks: list[Task] | None = None) -> StageOut:
         traceparent=st.traceparent,
         tracestate=st.tracestate,
         tasks=[task_out(t) for t in tasks] if tasks is not None else None,
+        retry_policy=st.retry_policy,
     )
 
 

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
-from typing import Annotated, Generic, Literal, TypeVar
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
+from ..domain.leases import MAX_LEASE
+from ..domain.retry import DEFAULT_MAX_DELAY, DEFAULT_MULTIPLIER, RetryPolicy
 from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
 from ..domain.tasks import DEFAULT_MAX_ATTEMPTS
 from .json_values import JsonObject, no_nul
@@ -21,6 +31,14 @@ JobName = Annotated[str, Field(min_length=2, max_length=50, strict=True), AfterV
 StageType = Annotated[str, Field(min_length=1, max_length=50, strict=True), AfterValidator(no_nul)]
 TraceParent = Annotated[str, Field(pattern=TRACEPARENT, strict=True)]
 TraceState = Annotated[str, Field(pattern=TRACESTATE, max_length=512, strict=True)]
+MAX_LEASE_SECONDS = MAX_LEASE.total_seconds()
+WEEK_SECONDS = 7 * 24 * 3600.0
+Seconds = Annotated[float, Field(strict=True, ge=0, le=WEEK_SECONDS, allow_inf_nan=False)]
+LeaseSeconds = Annotated[float, Field(strict=True, ge=1, le=MAX_LEASE_SECONDS, allow_inf_nan=False)]
+WorkerName = Annotated[
+    str, Field(min_length=1, max_length=100, strict=True), AfterValidator(no_nul)
+]
+Reason = Annotated[str, Field(max_length=2000, strict=True), AfterValidator(no_nul)]
 
 
 class Inbound(BaseModel):
@@ -36,12 +54,34 @@ class Outbound(BaseModel):
 # ---- requests ---------------------------------------------------------------------------
 
 
+class RetryPolicyIn(Inbound):
+    """Extension: exponential backoff between failed attempts, with a cap."""
+
+    initial_delay_seconds: Seconds
+    multiplier: Annotated[float, Field(strict=True, ge=1, le=100, allow_inf_nan=False)] = (
+        DEFAULT_MULTIPLIER
+    )
+    max_delay_seconds: Seconds = DEFAULT_MAX_DELAY.total_seconds()
+
+    def to_domain(self) -> RetryPolicy:
+        return RetryPolicy(
+            initial_delay=timedelta(seconds=self.initial_delay_seconds),
+            multiplier=self.multiplier,
+            max_delay=timedelta(seconds=self.max_delay_seconds),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return self.to_domain().to_json()
+
+
 class TaskCreate(Inbound):
     data: JsonObject
     user_metadata: JsonObject = Field(default_factory=dict)
     max_attempts: StrictInt = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1, le=INT32_MAX)
     traceparent: TraceParent | None = None
     tracestate: TraceState | None = None
+    # Extension: the delay between attempts (default: the stage's, else none).
+    retry_policy: RetryPolicyIn | None = None
 
 
 class StageCreate(Inbound):
@@ -53,6 +93,8 @@ class StageCreate(Inbound):
     tracestate: TraceState | None = None
     # Extension: the stage's tasks, created in the same transaction.
     tasks: list[TaskCreate] | None = None
+    # Extension: the retry policy of its tasks that bring none.
+    retry_policy: RetryPolicyIn | None = None
 
 
 class JobCreate(Inbound):
@@ -75,7 +117,48 @@ class StageStatusChange(Inbound):
 
 
 class TaskStatusReport(Inbound):
-    status: Literal[TaskStatus.COMPLETED, TaskStatus.FAILED]
+    """COMPLETED or FAILED (reference); RETRIED is our "retry later" extension."""
+
+    status: Literal[TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED]
+    lease_id: uuid.UUID | None = None
+    result: JsonObject | None = None
+    reason: Reason | None = None
+    retryable: StrictBool | None = None
+    retry_after_seconds: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _fields_fit_the_status(self) -> Self:
+        status = TaskStatus(self.status)
+        if self.result is not None and status is not TaskStatus.COMPLETED:
+            raise ValueError("result goes with a COMPLETED report only")
+        if self.retryable is not None and status is not TaskStatus.FAILED:
+            raise ValueError("retryable goes with a FAILED report only")
+        if self.reason is not None and status is TaskStatus.COMPLETED:
+            raise ValueError("reason goes with a FAILED or RETRIED report only")
+        if (self.retry_after_seconds is None) == (status is TaskStatus.RETRIED):
+            raise ValueError("retryAfterSeconds is required with RETRIED, and only there")
+        return self
+
+
+class BatchReportItem(TaskStatusReport):
+    task_id: uuid.UUID
+
+
+class BatchReport(Inbound):
+    reports: list[BatchReportItem] = Field(min_length=1, max_length=100)
+
+
+class Heartbeat(Inbound):
+    lease_id: uuid.UUID
+    progress: StrictInt | None = Field(default=None, ge=0, le=100)
+    lease_seconds: LeaseSeconds | None = None
+
+
+class ClaimRequest(Inbound):
+    stage_types: list[StageType] = Field(min_length=1, max_length=20)
+    limit: StrictInt = Field(default=1, ge=1, le=100)
+    lease_seconds: LeaseSeconds | None = None
+    worker: WorkerName | None = None
 
 
 class PriorityChange(Inbound):
@@ -83,6 +166,11 @@ class PriorityChange(Inbound):
 
 
 # ---- responses --------------------------------------------------------------------------
+
+
+class ErrorMessage(Outbound):
+    message: str
+    code: str
 
 
 class SummaryOut(Outbound):
@@ -110,6 +198,51 @@ class TaskOut(Outbound):
     end_time: datetime | None = None
     traceparent: str
     tracestate: str | None = None
+    # Extensions, present when set.
+    lease_id: uuid.UUID | None = None
+    lease_expires_at: datetime | None = None
+    worker: str | None = None
+    progress: int | None = None
+    not_before: datetime | None = None
+    retry_policy: dict[str, object] | None = None
+    reason: str | None = None
+    result: dict[str, object] | None = None
+
+
+class HeartbeatOut(Outbound):
+    lease_expires_at: datetime
+    cancel_requested: bool
+    job_status: JobStatus
+
+
+class ClaimOut(Outbound):
+    items: list[TaskOut]
+
+
+class ReportResultOut(Outbound):
+    task_id: uuid.UUID
+    task: TaskOut | None = None
+    error: ErrorMessage | None = None
+
+
+class BatchReportOut(Outbound):
+    items: list[ReportResultOut]
+
+
+class EventOut(Outbound):
+    id: int
+    time: datetime
+    entity: Literal["JOB", "STAGE", "TASK"]
+    entity_id: uuid.UUID
+    job_id: uuid.UUID
+    stage_id: uuid.UUID | None = None
+    task_id: uuid.UUID | None = None
+    from_status: str | None
+    to_status: str
+    attempt: int | None = None
+    lease_id: uuid.UUID | None = None
+    worker: str | None = None
+    reason: str | None = None
 
 
 class StageOut(Outbound):
@@ -125,6 +258,7 @@ class StageOut(Outbound):
     traceparent: str
     tracestate: str | None = None
     tasks: list[TaskOut] | None = None
+    retry_policy: dict[str, object] | None = None
 
 
 class JobOut(Outbound):
@@ -151,9 +285,4 @@ class Page(Outbound, Generic[ItemT]):
 
 
 class OkMessage(Outbound):
-    code: str
-
-
-class ErrorMessage(Outbound):
-    message: str
     code: str

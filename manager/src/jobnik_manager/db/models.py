@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -79,6 +80,8 @@ class Stage(Base):
     tracestate: Mapped[str | None] = mapped_column(String(512))
     creation_time: Mapped[datetime] = mapped_column(UtcDateTime)
     update_time: Mapped[datetime] = mapped_column(UtcDateTime)
+    # The retry policy its tasks get unless they bring their own.
+    retry_policy: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
 
 
 class Task(Base):
@@ -92,6 +95,20 @@ class Task(Base):
             "seq",
             postgresql_where=text("claimable"),
             sqlite_where=text("claimable = 1"),
+        ),
+        # What the reaper scans: running claims by expiry.
+        Index(
+            "ix_tasks_lease_expiry",
+            "lease_expires_at",
+            postgresql_where=text("status = 'IN_PROGRESS'"),
+            sqlite_where=text("status = 'IN_PROGRESS'"),
+        ),
+        # Retries waiting out their delay, by due time.
+        Index(
+            "ix_tasks_not_before",
+            "not_before",
+            postgresql_where=text("not_before IS NOT NULL"),
+            sqlite_where=text("not_before IS NOT NULL"),
         ),
     )
 
@@ -116,3 +133,47 @@ class Task(Base):
     update_time: Mapped[datetime] = mapped_column(UtcDateTime)
     start_time: Mapped[datetime | None] = mapped_column(UtcDateTime)
     end_time: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # The current (or last) claim.
+    lease_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    lease_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+    worker: Mapped[str | None] = mapped_column(String(100), default=None)
+    progress: Mapped[int | None] = mapped_column(SmallInteger, default=None)
+    # Set while a retry waits out its delay; the task is not claimable until then.
+    not_before: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    retry_policy: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
+    reason: Mapped[str | None] = mapped_column(String(2000), default=None)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
+
+
+class Event(Base):
+    """One status change of a job, stage or task. Append-only; goes with its job."""
+
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_job_id_seq", "job_id", "seq"),)
+
+    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    entity: Mapped[str] = mapped_column(String(8))
+    entity_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+    stage_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    task_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    from_status: Mapped[str | None] = mapped_column(String(16))
+    to_status: Mapped[str] = mapped_column(String(16))
+    attempt: Mapped[int | None] = mapped_column(Integer)
+    lease_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    worker: Mapped[str | None] = mapped_column(String(100))
+    reason: Mapped[str | None] = mapped_column(String(2000))
+    time: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class IdempotencyKey(Base):
+    """The first answer to a create request sent with an Idempotency-Key."""
+
+    __tablename__ = "idempotency_keys"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    status_code: Mapped[int] = mapped_column(Integer)
+    response: Mapped[Any] = mapped_column(JsonColumn)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)

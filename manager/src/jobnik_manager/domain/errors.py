@@ -62,3 +62,19 @@ class IllegalTransition(RuleViolation):
 
 class Conflict(DomainError):
     http_status = 409
+
+
+class LeaseLost(Conflict):
+    code = "LEASE_LOST"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The lease is no longer held: it expired, or the task was reclaimed or settled"
+        )
+
+
+class IdempotencyKeyReused(Conflict):
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+    def __init__(self) -> None:
+        super().__init__("This Idempotency-Key was already used for a different request")

@@ -19,19 +19,25 @@ class ReportOutcome:
 
 
 def apply_report(
-    current: TaskStatus, reported: TaskStatus, *, attempts: int, max_attempts: int
+    current: TaskStatus,
+    reported: TaskStatus,
+    *,
+    attempts: int,
+    max_attempts: int,
+    retryable: bool = True,
 ) -> ReportOutcome:
     """The task's next status and attempt count after a worker reports `reported`.
 
     A FAILED report spends an attempt; the task is offered again (RETRIED) while
-    attempts remain, and fails for good once they are spent.
+    attempts remain and it is `retryable`, and fails for good otherwise. A RETRIED
+    report ("retry later") puts the task back without spending one.
     """
     if reported not in USER_TASK_TARGETS:
         raise IllegalTransition("TASK", current, reported)
     ensure_task_transition(current, reported, Actor.USER)
-    if reported is TaskStatus.COMPLETED:
-        return ReportOutcome(TaskStatus.COMPLETED, attempts)
+    if reported is not TaskStatus.FAILED:
+        return ReportOutcome(reported, attempts)
     spent = attempts + 1
-    if spent < max_attempts:
+    if retryable and spent < max_attempts:
         return ReportOutcome(TaskStatus.RETRIED, spent)
     return ReportOutcome(TaskStatus.FAILED, spent)

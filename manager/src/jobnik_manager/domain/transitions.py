@@ -64,14 +64,14 @@ TASK_TRANSITIONS: dict[tuple[TaskStatus, TaskStatus], Actor] = {
     (T.RETRIED, T.ABORTED): SYSTEM,
     (T.IN_PROGRESS, T.COMPLETED): USER,
     (T.IN_PROGRESS, T.FAILED): USER,
-    (T.IN_PROGRESS, T.RETRIED): USER,  # a FAILED report with attempts left
+    (T.IN_PROGRESS, T.RETRIED): USER,  # a FAILED report with attempts left, or retry-later
     (T.IN_PROGRESS, T.ABORTED): SYSTEM,
 }
 
 # Statuses a user may ask for at all; other targets are refused before any lookup.
 USER_JOB_TARGETS = frozenset({J.PENDING, J.PAUSED, J.ABORTED})
 USER_STAGE_TARGETS = frozenset({S.PENDING})
-USER_TASK_TARGETS = frozenset({T.COMPLETED, T.FAILED})
+USER_TASK_TARGETS = frozenset({T.COMPLETED, T.FAILED, T.RETRIED})
 
 
 _E = TypeVar("_E", JobStatus, StageStatus, TaskStatus)

@@ -15,6 +15,7 @@ from ..domain.progress import Turn, job_percentage, next_stage_turn, stage_outco
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
 from ..domain.summary import Summary, percentage, summary_field
 from ..domain.transitions import Actor, ensure_job_transition, ensure_stage_transition
+from .history import job_moved, move_stages, move_tasks, stage_moved
 from .loading import load_job
 
 _CLAIMABLE = (TaskStatus.PENDING, TaskStatus.RETRIED)
@@ -99,7 +100,13 @@ async def open_stage_for_claims(
         return
     await s.execute(
         update(Task)
-        .where(Task.stage_id == stage_id, Task.status.in_(_CLAIMABLE), Task.claimable.is_(False))
+        .where(
+            Task.stage_id == stage_id,
+            Task.status.in_(_CLAIMABLE),
+            Task.claimable.is_(False),
+            # A retry still waiting out its delay is opened by the maintenance loop.
+            Task.not_before.is_(None),
+        )
         .values(claimable=True)
         .execution_options(synchronize_session=False)
     )
@@ -116,16 +123,24 @@ async def job_stages(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
     return list((await s.execute(stmt)).scalars())
 
 
-def _move_stage(stage: Stage, target: StageStatus, now: datetime) -> None:
-    ensure_stage_transition(StageStatus(stage.status), target, Actor.SYSTEM)
+async def move_stage(
+    s: AsyncSession, stage: Stage, target: StageStatus, now: datetime, actor: Actor = Actor.SYSTEM
+) -> None:
+    previous = StageStatus(stage.status)
+    ensure_stage_transition(previous, target, actor)
     stage.status = target
     stage.update_time = now
+    await stage_moved(s, stage, previous, now)
 
 
-def _move_job(job: Job, target: JobStatus, now: datetime) -> None:
-    ensure_job_transition(JobStatus(job.status), target, Actor.SYSTEM)
+async def move_job(
+    s: AsyncSession, job: Job, target: JobStatus, now: datetime, actor: Actor = Actor.SYSTEM
+) -> None:
+    previous = JobStatus(job.status)
+    ensure_job_transition(previous, target, actor)
     job.status = target
     job.update_time = now
+    await job_moved(s, job, previous, now)
 
 
 async def settle_stage(s: AsyncSession, stage: Stage, now: datetime) -> None:
@@ -149,7 +164,7 @@ async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime)
     by_order = {st.stage_order: st for st in stages}
     current = stage
     if StageStatus(current.status) is not StageStatus.COMPLETED:
-        _move_stage(current, StageStatus.COMPLETED, now)
+        await move_stage(s, current, StageStatus.COMPLETED, now)
     by_order[current.stage_order] = current
     while True:
         nxt = by_order.get(current.stage_order + 1)
@@ -158,17 +173,17 @@ async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime)
         )
         if turn is Turn.ACTIVATE:
             assert nxt is not None
-            _move_stage(nxt, StageStatus.PENDING, now)
+            await move_stage(s, nxt, StageStatus.PENDING, now)
             await open_stage_for_claims(s, nxt.id, JobStatus(job.status), now)
             break
         if turn is Turn.COMPLETE_EMPTY:
             assert nxt is not None
-            _move_stage(nxt, StageStatus.PENDING, now)
-            _move_stage(nxt, StageStatus.COMPLETED, now)
+            await move_stage(s, nxt, StageStatus.PENDING, now)
+            await move_stage(s, nxt, StageStatus.COMPLETED, now)
             current = nxt
             continue
         if turn is Turn.JOB_DONE and JobStatus(job.status) is not JobStatus.PAUSED:
-            _move_job(job, JobStatus.COMPLETED, now)
+            await move_job(s, job, JobStatus.COMPLETED, now)
         break
     job.percentage = job_percentage([StageStatus(st.status) for st in by_order.values()])
     job.update_time = now
@@ -181,14 +196,19 @@ async def fail_job_from(s: AsyncSession, job: Job, stage: Stage, now: datetime) 
     Later stages keep their status (as the reference does) but, the job being final,
     none of their tasks can be claimed.
     """
-    _move_stage(stage, StageStatus.FAILED, now)
-    _move_job(job, JobStatus.FAILED, now)
+    await move_stage(s, stage, StageStatus.FAILED, now)
+    await move_job(s, job, JobStatus.FAILED, now)
     await s.flush()
-    await s.execute(
-        update(Task)
-        .where(Task.stage_id == stage.id, Task.status.in_(_CLAIMABLE))
-        .values(status=TaskStatus.ABORTED, claimable=False, update_time=now, end_time=now)
-        .execution_options(synchronize_session=False)
+    await move_tasks(
+        s,
+        [Task.stage_id == stage.id],
+        _CLAIMABLE,
+        TaskStatus.ABORTED,
+        now,
+        reason="stage failed",
+        claimable=False,
+        not_before=None,
+        end_time=now,
     )
     await close_job_for_claims(s, job.id)
     await recount(s, [stage.id], now)
@@ -206,21 +226,16 @@ async def close_job_for_claims(s: AsyncSession, job_id: uuid.UUID) -> None:
 async def abort_unfinished(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
     """Every non-final task and stage of the job becomes ABORTED; none stays claimable."""
     await s.flush()
-    touched = list(
-        (
-            await s.execute(
-                update(Task)
-                .where(Task.job_id == job_id, Task.status.in_(_NON_FINAL_TASK))
-                .values(status=TaskStatus.ABORTED, claimable=False, update_time=now, end_time=now)
-                .returning(Task.stage_id)
-                .execution_options(synchronize_session=False)
-            )
-        ).scalars()
+    moved = await move_tasks(
+        s,
+        [Task.job_id == job_id],
+        _NON_FINAL_TASK,
+        TaskStatus.ABORTED,
+        now,
+        reason="job aborted",
+        claimable=False,
+        not_before=None,
+        end_time=now,
     )
-    await s.execute(
-        update(Stage)
-        .where(Stage.job_id == job_id, Stage.status.in_(_NON_FINAL_STAGE))
-        .values(status=StageStatus.ABORTED, update_time=now)
-        .execution_options(synchronize_session=False)
-    )
-    await recount(s, sorted(set(touched)), now)
+    await move_stages(s, job_id, _NON_FINAL_STAGE, StageStatus.ABORTED, now)
+    await recount(s, sorted({m.stage_id for m in moved}), now)

@@ -23,6 +23,7 @@ from .cascade import (
     job_stages,
     open_stage_for_claims,
 )
+from .history import job_moved
 from .loading import load_job
 from .pages import PageRequest, PageResult, paginate
 from .stages import insert_stage
@@ -46,6 +47,7 @@ async def create_job(s: AsyncSession, payload: JobCreate) -> Job:
     )
     s.add(job)
     await s.flush()
+    await job_moved(s, job, None, now)
     previous: Stage | None = None
     for order, stage_payload in enumerate(payload.stages or [], start=1):
         previous = await insert_stage(s, job, stage_payload, order, previous, now)
@@ -116,13 +118,15 @@ async def change_status(s: AsyncSession, job_id: uuid.UUID, target: JobStatus) -
         await _abort(s, job_id, now)
         return
     job = await load_job(s, job_id, lock=True)
-    ensure_job_transition(JobStatus(job.status), target, Actor.USER)
+    previous = JobStatus(job.status)
+    ensure_job_transition(previous, target, Actor.USER)
     if target is JobStatus.PAUSED:
         job.status = JobStatus.PAUSED
         await close_job_for_claims(s, job.id)
     else:
         await _resume(s, job, now)
     job.update_time = now
+    await job_moved(s, job, previous, now)
 
 
 async def _abort(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
@@ -133,8 +137,10 @@ async def _abort(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
     await abort_unfinished(s, job_id, now)
     job = await load_job(s, job_id, lock=True)
     # The job may have finished while its tasks were being aborted; then nothing happens.
-    ensure_job_transition(JobStatus(job.status), JobStatus.ABORTED, Actor.USER)
+    previous = JobStatus(job.status)
+    ensure_job_transition(previous, JobStatus.ABORTED, Actor.USER)
     job.status = JobStatus.ABORTED
+    await job_moved(s, job, previous, now)
     job.percentage = job_percentage([StageStatus(st.status) for st in await job_stages(s, job_id)])
     job.update_time = now
 

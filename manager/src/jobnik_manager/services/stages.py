@@ -18,6 +18,7 @@ from ..domain.errors import IllegalTransition, RuleViolation
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, Priority, StageStatus, TaskStatus
 from ..domain.transitions import Actor, ensure_stage_transition
 from .cascade import bump_summary, complete_stage, job_stages, open_stage_for_claims, summary_of
+from .history import stage_moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
 from .pages import PageRequest, PageResult, paginate
 from .tracing import new_traceparent
@@ -61,9 +62,11 @@ async def insert_stage(
         tracestate=payload.tracestate,
         creation_time=now,
         update_time=now,
+        retry_policy=payload.retry_policy.to_json() if payload.retry_policy else None,
     )
     s.add(stage)
     await s.flush()
+    await stage_moved(s, stage, None, now)
     if payload.tasks:
         await insert_tasks(s, job, stage, payload.tasks, now)
     return stage
@@ -122,11 +125,13 @@ async def insert_tasks(
             tracestate=p.tracestate,
             creation_time=now,
             update_time=now,
+            retry_policy=p.retry_policy.to_json() if p.retry_policy else stage.retry_policy,
         )
         for p in payloads
     ]
     s.add_all(tasks)
     await s.flush()
+    await tasks_created(s, tasks, now)
     await bump_summary(s, stage.id, {TaskStatus.PENDING: len(tasks)}, now)
     return tasks
 
@@ -163,6 +168,7 @@ async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
             )
     stage.status = StageStatus.PENDING
     stage.update_time = now
+    await stage_moved(s, stage, current, now)
     if summary_of(stage).total == 0:
         await complete_stage(s, job, stage, now)  # nothing to run: its turn passes at once
     else:

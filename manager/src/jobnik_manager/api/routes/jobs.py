@@ -6,19 +6,24 @@ import uuid
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Body, Query, Request, Response
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...domain.statuses import JobStatus, Priority
 from ...services import jobs as job_service
 from ...services import stages as stage_service
+from ...services.history import events_of_job
 from ...services.loading import load_job
+from ...services.pages import PageRequest
 from ...services.stages import tasks_by_stage
 from ..deps import DatabaseDep, PageDep
+from ..idempotency import IdempotencyKeyHeader, create_once
 from ..json_values import JsonObject
-from ..presenters import job_out, stage_out
+from ..presenters import event_out, job_out, stage_out
 from ..schemas import (
     ErrorMessage,
+    EventOut,
     JobCreate,
     JobOut,
     JobStatusChange,
@@ -33,6 +38,10 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 ERRORS: dict[int | str, dict[str, object]] = {
     400: {"model": ErrorMessage},
     404: {"model": ErrorMessage},
+}
+CREATE_ERRORS: dict[int | str, dict[str, object]] = {
+    **ERRORS,
+    409: {"model": ErrorMessage, "description": "IDEMPOTENCY_KEY_REUSED"},
 }
 
 
@@ -69,9 +78,18 @@ async def find_jobs(
 
 
 @router.post(
-    "", status_code=201, response_model=JobOut, response_model_exclude_none=True, responses=ERRORS
+    "",
+    status_code=201,
+    response_model=JobOut,
+    response_model_exclude_none=True,
+    responses=CREATE_ERRORS,
 )
-async def create_job(db: DatabaseDep, payload: JobCreate) -> JobOut:
+async def create_job(
+    db: DatabaseDep,
+    request: Request,
+    payload: JobCreate,
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
     async def work(s: AsyncSession) -> JobOut:
         job = await job_service.create_job(s, payload)
         if not payload.stages:
@@ -80,7 +98,7 @@ async def create_job(db: DatabaseDep, payload: JobCreate) -> JobOut:
         tasks = await tasks_by_stage(s, [st.id for st in stages])
         return job_out(job, [stage_out(st, tasks[st.id]) for st in stages])
 
-    return await db.transaction(work)
+    return await create_once(db, request, idempotency_key, _dump(payload), work)
 
 
 @router.get("/{jobId}", response_model=JobOut, response_model_exclude_none=True, responses=ERRORS)
@@ -160,9 +178,15 @@ async def get_job_stages(
     status_code=201,
     response_model=StageOut,
     response_model_exclude_none=True,
-    responses=ERRORS,
+    responses=CREATE_ERRORS,
 )
-async def add_stage(db: DatabaseDep, jobId: uuid.UUID, payload: StageCreate) -> StageOut:
+async def add_stage(
+    db: DatabaseDep,
+    request: Request,
+    jobId: uuid.UUID,
+    payload: StageCreate,
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
     async def work(s: AsyncSession) -> StageOut:
         stage = await stage_service.add_stage(s, jobId, payload)
         if not payload.tasks:
@@ -170,4 +194,29 @@ async def add_stage(db: DatabaseDep, jobId: uuid.UUID, payload: StageCreate) -> 
         tasks = await tasks_by_stage(s, [stage.id])
         return stage_out(stage, tasks[stage.id])
 
+    return await create_once(db, request, idempotency_key, _dump(payload), work)
+
+
+@router.get(
+    "/{jobId}/events",
+    response_model=Page[EventOut],
+    responses=ERRORS,
+)
+async def get_job_events(
+    db: DatabaseDep,
+    jobId: uuid.UUID,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=1000)] = 10,
+) -> Page[EventOut]:
+    """Every status change of the job, its stages and tasks, oldest first."""
+    request = PageRequest(page=page, page_size=page_size)
+
+    async def work(s: AsyncSession) -> Page[EventOut]:
+        result = await events_of_job(s, jobId, request)
+        return Page[EventOut](total=result.total, items=[event_out(e) for e in result.items])
+
     return await db.transaction(work)
+
+
+def _dump(payload: BaseModel) -> object:
+    return payload.model_dump(mode="json", by_alias=True)

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import APIRouter, Body, Path, Query, Request, Response
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...domain.errors import TaskNotFound
 from ...domain.statuses import StageStatus
 from ...services import stages as stage_service
-from ...services import tasks as task_service
+from ...services.claims import claim_tasks
 from ...services.loading import load_stage
 from ..deps import DatabaseDep, PageDep
+from ..idempotency import IdempotencyKeyHeader, create_once
 from ..json_values import JsonObject
 from ..presenters import stage_out, summary_out, task_out
 from ..schemas import (
+    MAX_LEASE_SECONDS,
     ErrorMessage,
     OkMessage,
     Page,
@@ -128,12 +132,17 @@ async def get_stage_tasks(db: DatabaseDep, stageId: uuid.UUID, page: PageDep) ->
     responses=ERRORS,
 )
 async def add_tasks(
-    db: DatabaseDep, stageId: uuid.UUID, payload: Annotated[list[TaskCreate], Body(min_length=1)]
-) -> list[TaskOut]:
-    async def work(s: AsyncSession) -> list[TaskOut]:
+    db: DatabaseDep,
+    request: Request,
+    stageId: uuid.UUID,
+    payload: Annotated[list[TaskCreate], Body(min_length=1)],
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
+    async def work(s: AsyncSession) -> list[BaseModel]:
         return [task_out(t) for t in await stage_service.add_tasks(s, stageId, payload)]
 
-    return await db.transaction(work)
+    body = [p.model_dump(mode="json", by_alias=True) for p in payload]
+    return await create_once(db, request, idempotency_key, body, work)
 
 
 @router.patch(
@@ -142,11 +151,20 @@ async def add_tasks(
     response_model_exclude_none=True,
     responses=ERRORS,
 )
-async def dequeue(db: DatabaseDep, stageType: StageTypePath) -> TaskOut:
+async def dequeue(
+    db: DatabaseDep,
+    stageType: StageTypePath,
+    lease_seconds: Annotated[
+        float | None, Query(ge=1, le=MAX_LEASE_SECONDS, allow_inf_nan=False)
+    ] = None,
+    worker: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
+) -> TaskOut:
+    lease = timedelta(seconds=lease_seconds) if lease_seconds else None
+
     async def work(s: AsyncSession) -> TaskOut:
-        task = await task_service.claim(s, stageType)
-        if task is None:
+        tasks = await claim_tasks(s, [stageType], lease=lease, worker=worker)
+        if not tasks:
             raise TaskNotFound(f"No task of stage type '{stageType}' is ready to be claimed")
-        return task_out(task)
+        return task_out(tasks[0])
 
     return await db.transaction(work)

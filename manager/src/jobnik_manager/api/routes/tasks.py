@@ -3,25 +3,96 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...domain.errors import DomainError
 from ...domain.statuses import TaskStatus
 from ...services import tasks as task_service
+from ...services.claims import claim_tasks
+from ...services.leases import heartbeat
 from ...services.loading import load_task
+from ...services.reports import Report, report
 from ..deps import DatabaseDep, PageDep
 from ..json_values import JsonObject
 from ..presenters import task_out
-from ..schemas import ErrorMessage, OkMessage, Page, TaskOut, TaskStatusReport
+from ..schemas import (
+    BatchReport,
+    BatchReportOut,
+    ClaimOut,
+    ClaimRequest,
+    ErrorMessage,
+    Heartbeat,
+    HeartbeatOut,
+    OkMessage,
+    Page,
+    ReportResultOut,
+    TaskOut,
+    TaskStatusReport,
+)
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
 ERRORS: dict[int | str, dict[str, object]] = {
     400: {"model": ErrorMessage},
     404: {"model": ErrorMessage},
 }
+LEASE_ERRORS: dict[int | str, dict[str, object]] = {
+    **ERRORS,
+    409: {"model": ErrorMessage, "description": "LEASE_LOST"},
+}
+
+
+def _report_of(payload: TaskStatusReport) -> Report:
+    return Report(
+        status=TaskStatus(payload.status),
+        lease_id=payload.lease_id,
+        result=payload.result,
+        reason=payload.reason,
+        retryable=payload.retryable is not False,
+        retry_after=(
+            timedelta(seconds=payload.retry_after_seconds)
+            if payload.retry_after_seconds is not None
+            else None
+        ),
+    )
+
+
+@router.post("/claim", response_model=ClaimOut, response_model_exclude_none=True, responses=ERRORS)
+async def claim_batch(db: DatabaseDep, payload: ClaimRequest) -> ClaimOut:
+    """Claim up to `limit` tasks of any of `stageTypes`; `items` is empty when none is ready."""
+    lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
+
+    async def work(s: AsyncSession) -> ClaimOut:
+        tasks = await claim_tasks(
+            s, payload.stage_types, limit=payload.limit, lease=lease, worker=payload.worker
+        )
+        return ClaimOut(items=[task_out(t) for t in tasks])
+
+    return await db.transaction(work)
+
+
+@router.post(
+    "/reports", response_model=BatchReportOut, response_model_exclude_none=True, responses=ERRORS
+)
+async def report_batch(db: DatabaseDep, payload: BatchReport) -> BatchReportOut:
+    """Settle many tasks in one transaction; each report stands or falls on its own."""
+
+    async def work(s: AsyncSession) -> BatchReportOut:
+        items: list[ReportResultOut] = []
+        for item in payload.reports:
+            try:
+                async with s.begin_nested():
+                    task = await report(s, item.task_id, _report_of(item))
+                items.append(ReportResultOut(task_id=item.task_id, task=task_out(task)))
+            except DomainError as exc:
+                error = ErrorMessage(message=exc.message, code=exc.code)
+                items.append(ReportResultOut(task_id=item.task_id, error=error))
+        return BatchReportOut(items=items)
+
+    return await db.transaction(work)
 
 
 @router.get("", response_model=Page[TaskOut], response_model_exclude_none=True)
@@ -66,14 +137,35 @@ async def replace_task_user_metadata(
 
 
 @router.put(
-    "/{taskId}/status", response_model=TaskOut, response_model_exclude_none=True, responses=ERRORS
+    "/{taskId}/status",
+    response_model=TaskOut,
+    response_model_exclude_none=True,
+    responses=LEASE_ERRORS,
 )
 async def report_task_status(
     db: DatabaseDep, taskId: uuid.UUID, payload: TaskStatusReport
 ) -> TaskOut:
-    reported = TaskStatus(payload.status)
+    r = _report_of(payload)
 
     async def work(s: AsyncSession) -> TaskOut:
-        return task_out(await task_service.report(s, taskId, reported))
+        return task_out(await report(s, taskId, r))
+
+    return await db.transaction(work)
+
+
+@router.post("/{taskId}/heartbeat", response_model=HeartbeatOut, responses=LEASE_ERRORS)
+async def task_heartbeat(db: DatabaseDep, taskId: uuid.UUID, payload: Heartbeat) -> HeartbeatOut:
+    """Extend the lease; `cancelRequested` tells the holder its task was aborted."""
+    lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
+
+    async def work(s: AsyncSession) -> HeartbeatOut:
+        answer = await heartbeat(
+            s, taskId, payload.lease_id, progress=payload.progress, lease=lease
+        )
+        return HeartbeatOut(
+            lease_expires_at=answer.lease_expires_at,
+            cancel_requested=answer.cancel_requested,
+            job_status=answer.job_status,
+        )
 
     return await db.transaction(work)

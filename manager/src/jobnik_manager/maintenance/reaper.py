@@ -1,0 +1,70 @@
+"""Expired leases become failed attempts; retries whose delay is over become claimable."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.engine import Database
+from ..db.models import Task
+from ..db.types import utcnow
+from ..domain.statuses import TaskStatus
+from ..services.reports import expire_lease, jobs_allowing_claims
+
+DUE_BATCH = 500
+
+
+async def reap_one(s: AsyncSession) -> bool:
+    """Settle the oldest expired lease, if any. One task per transaction: its cascade
+    may lock its stage and job, and short transactions keep those hot rows free."""
+    now = utcnow()
+    stmt = (
+        select(Task)
+        .where(Task.status == TaskStatus.IN_PROGRESS, Task.lease_expires_at < now)
+        .order_by(Task.lease_expires_at)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+        .execution_options(populate_existing=True)
+    )
+    task = (await s.execute(stmt)).scalar_one_or_none()
+    if task is None:
+        return False
+    await expire_lease(s, task, now)
+    return True
+
+
+async def reap_expired(db: Database, limit: int = 1000) -> int:
+    """Settle up to `limit` expired leases; returns how many."""
+    reaped = 0
+    while reaped < limit and await db.transaction(reap_one):
+        reaped += 1
+    return reaped
+
+
+async def open_due(s: AsyncSession) -> int:
+    """Make RETRIED tasks whose `notBefore` has passed claimable again (if their job
+    lets tasks be claimed; a paused job's are opened by its resume)."""
+    now = utcnow()
+    stmt = (
+        select(Task)
+        .where(Task.not_before <= now, Task.status == TaskStatus.RETRIED)
+        .order_by(Task.not_before)
+        .limit(DUE_BATCH)
+        .with_for_update(skip_locked=True)
+        .execution_options(populate_existing=True)
+    )
+    tasks = list((await s.execute(stmt)).scalars())
+    open_jobs = await jobs_allowing_claims(s, list({t.job_id for t in tasks}))
+    for task in tasks:
+        task.not_before = None
+        task.claimable = task.job_id in open_jobs
+    return len(tasks)
+
+
+async def open_due_retries(db: Database) -> int:
+    opened = 0
+    while True:
+        n = await db.transaction(open_due)
+        opened += n
+        if n < DUE_BATCH:
+            return opened

@@ -1,0 +1,199 @@
+"""The event log: one row per status change, written in the transaction that makes it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import ColumnElement, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.models import Event, Job, Stage, Task
+from ..domain.statuses import JobStatus, StageStatus, TaskStatus
+from .loading import load_job
+from .pages import PageRequest, PageResult, paginate
+
+
+class Entity(StrEnum):
+    JOB = "JOB"
+    STAGE = "STAGE"
+    TASK = "TASK"
+
+
+async def job_moved(
+    s: AsyncSession, job: Job, previous: JobStatus | None, now: datetime, reason: str | None = None
+) -> None:
+    await insert_rows(
+        s,
+        [_row(Entity.JOB, job.id, job.id, previous, JobStatus(job.status), now, reason=reason)],
+    )
+
+
+async def stage_moved(
+    s: AsyncSession, stage: Stage, previous: StageStatus | None, now: datetime
+) -> None:
+    await insert_rows(
+        s,
+        [
+            _row(
+                Entity.STAGE,
+                stage.id,
+                stage.job_id,
+                previous,
+                StageStatus(stage.status),
+                now,
+                stage_id=stage.id,
+            )
+        ],
+    )
+
+
+async def task_moved(
+    s: AsyncSession,
+    task: Task,
+    previous: TaskStatus | None,
+    now: datetime,
+    reason: str | None = None,
+) -> None:
+    await insert_rows(s, [task_row(task, previous, TaskStatus(task.status), now, reason)])
+
+
+async def tasks_created(s: AsyncSession, tasks: Sequence[Task], now: datetime) -> None:
+    await insert_rows(s, [task_row(t, None, TaskStatus(t.status), now, None) for t in tasks])
+
+
+@dataclass(frozen=True, slots=True)
+class MovedTask:
+    id: uuid.UUID
+    stage_id: uuid.UUID
+
+
+async def move_tasks(
+    s: AsyncSession,
+    where: Iterable[ColumnElement[bool]],
+    sources: Iterable[TaskStatus],
+    target: TaskStatus,
+    now: datetime,
+    reason: str | None = None,
+    **values: Any,
+) -> list[MovedTask]:
+    """Move every task matching `where` from any of `sources` to `target` in bulk, and
+    log each move. One UPDATE per source status, so each event knows where it came from
+    without reading the rows first."""
+    conditions = list(where)
+    moved: list[MovedTask] = []
+    rows: list[dict[str, Any]] = []
+    for source in sources:
+        result = await s.execute(
+            update(Task)
+            .where(*conditions, Task.status == source)
+            .values(status=target, update_time=now, **values)
+            .returning(
+                Task.id, Task.stage_id, Task.job_id, Task.attempts, Task.lease_id, Task.worker
+            )
+            .execution_options(synchronize_session=False)
+        )
+        for r in result:
+            moved.append(MovedTask(r.id, r.stage_id))
+            rows.append(
+                {
+                    "job_id": r.job_id,
+                    "entity": Entity.TASK,
+                    "entity_id": r.id,
+                    "stage_id": r.stage_id,
+                    "task_id": r.id,
+                    "from_status": source,
+                    "to_status": target,
+                    "attempt": r.attempts,
+                    "lease_id": r.lease_id,
+                    "worker": r.worker,
+                    "reason": reason,
+                    "time": now,
+                }
+            )
+    await insert_rows(s, rows)
+    return moved
+
+
+async def move_stages(
+    s: AsyncSession,
+    job_id: uuid.UUID,
+    sources: Iterable[StageStatus],
+    target: StageStatus,
+    now: datetime,
+) -> None:
+    """Move the job's stages in any of `sources` to `target` in bulk, logging each."""
+    rows: list[dict[str, Any]] = []
+    for source in sources:
+        result = await s.execute(
+            update(Stage)
+            .where(Stage.job_id == job_id, Stage.status == source)
+            .values(status=target, update_time=now)
+            .returning(Stage.id)
+            .execution_options(synchronize_session=False)
+        )
+        rows.extend(
+            _row(Entity.STAGE, stage_id, job_id, source, target, now, stage_id=stage_id)
+            for stage_id in result.scalars()
+        )
+    await insert_rows(s, rows)
+
+
+async def events_of_job(s: AsyncSession, job_id: uuid.UUID, page: PageRequest) -> PageResult[Event]:
+    await load_job(s, job_id)
+    return await paginate(s, select(Event).where(Event.job_id == job_id).order_by(Event.seq), page)
+
+
+def task_row(
+    task: Task,
+    previous: TaskStatus | None,
+    target: TaskStatus,
+    now: datetime,
+    reason: str | None,
+) -> dict[str, Any]:
+    return _row(
+        Entity.TASK,
+        task.id,
+        task.job_id,
+        previous,
+        target,
+        now,
+        stage_id=task.stage_id,
+        task_id=task.id,
+        attempt=task.attempts,
+        lease_id=task.lease_id,
+        worker=task.worker,
+        reason=reason,
+    )
+
+
+def _row(
+    entity: Entity,
+    entity_id: uuid.UUID,
+    job_id: uuid.UUID,
+    previous: str | None,
+    target: str,
+    now: datetime,
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "entity": entity,
+        "entity_id": entity_id,
+        "from_status": previous,
+        "to_status": target,
+        "time": now,
+        **extra,
+    }
+
+
+async def insert_rows(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    # Every row names every column, so one executemany covers them all.
+    columns = ("stage_id", "task_id", "attempt", "lease_id", "worker", "reason")
+    await s.execute(insert(Event), [{c: None for c in columns} | r for r in rows])
