@@ -1,0 +1,101 @@
+"""The event log: every transition of a job, its stages and tasks, oldest first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobnik_manager.db.engine import Database
+
+from ..support.api import Api, unique
+
+
+async def events(api: Api, job_id: str) -> list[dict[str, Any]]:
+    page = await api.call("GET", f"/v1/jobs/{job_id}/events", params={"page_size": 1000})
+    assert page["total"] == len(page["items"])
+    return page["items"]  # type: ignore[no-any-return]
+
+
+def moves(items: list[dict[str, Any]], entity: str) -> list[tuple[str | None, str]]:
+    return [(e["fromStatus"], e["toStatus"]) for e in items if e["entity"] == entity]
+
+
+async def test_a_job_run_is_logged_in_order(api: Api, db: Database) -> None:
+    job = await api.create_job()
+    s1 = await api.create_stage(job["id"], unique("one"))
+    s2 = await api.create_stage(job["id"], unique("two"), waiting=True)
+    t1 = (await api.create_tasks(s1["id"], maxAttempts=2))[0]
+    await api.create_tasks(s2["id"])
+    claimed = await api.call(
+        "PATCH", f"/v1/stages/{s1['type']}/tasks/dequeue", params={"worker": "w-9"}
+    )
+    await api.call(
+        "PUT",
+        f"/v1/tasks/{t1['id']}/status",
+        json={"status": "FAILED", "leaseId": claimed["leaseId"], "reason": "boom"},
+    )
+    await api.run_one(s1["type"])
+    await api.approve(s2["id"])
+    await api.run_one(s2["type"])
+
+    log = await events(api, job["id"])
+    assert [e["id"] for e in log] == sorted(e["id"] for e in log)
+    assert moves(log, "JOB") == [(None, "PENDING"), ("PENDING", "IN_PROGRESS"),
+                                 ("IN_PROGRESS", "COMPLETED")]  # fmt: skip
+    first = [e for e in log if e.get("stageId") == s1["id"] and e["entity"] == "STAGE"]
+    assert [(e["fromStatus"], e["toStatus"]) for e in first] == [
+        (None, "PENDING"),
+        ("PENDING", "IN_PROGRESS"),
+        ("IN_PROGRESS", "COMPLETED"),
+    ]
+    second = [e for e in log if e.get("stageId") == s2["id"] and e["entity"] == "STAGE"]
+    assert [(e["fromStatus"], e["toStatus"]) for e in second] == [
+        (None, "WAITING"),
+        ("WAITING", "PENDING"),
+        ("PENDING", "IN_PROGRESS"),
+        ("IN_PROGRESS", "COMPLETED"),
+    ]
+    task_log = [e for e in log if e.get("taskId") == t1["id"]]
+    assert [(e["fromStatus"], e["toStatus"], e["attempt"]) for e in task_log] == [
+        (None, "PENDING", 0),
+        ("PENDING", "IN_PROGRESS", 0),
+        ("IN_PROGRESS", "RETRIED", 1),
+        ("RETRIED", "IN_PROGRESS", 1),
+        ("IN_PROGRESS", "COMPLETED", 1),
+    ]
+    assert task_log[1]["worker"] == "w-9" and task_log[1]["leaseId"] == claimed["leaseId"]
+    assert task_log[2]["reason"] == "boom" and task_log[2]["leaseId"] == claimed["leaseId"]
+    assert task_log[3]["leaseId"] != claimed["leaseId"]
+    assert task_log[4]["leaseId"] == task_log[3]["leaseId"]
+
+
+async def test_abort_and_pause_are_logged(api: Api, db: Database) -> None:
+    job = await api.create_job()
+    stage = await api.create_stage(job["id"], unique("ab"))
+    later = await api.create_stage(job["id"], unique("later"))
+    await api.create_tasks(stage["id"], 2)
+    running = await api.dequeue(stage["type"])
+    assert running is not None
+    await api.set_job_status(job["id"], "PAUSED")
+    await api.set_job_status(job["id"], "PENDING")
+    await api.set_job_status(job["id"], "ABORTED")
+    log = await events(api, job["id"])
+    assert moves(log, "JOB")[-3:] == [
+        ("IN_PROGRESS", "PAUSED"),
+        ("PAUSED", "IN_PROGRESS"),
+        ("IN_PROGRESS", "ABORTED"),
+    ]
+    aborted = {(e["entityId"], e["fromStatus"]) for e in log if e["toStatus"] == "ABORTED"}
+    assert (running["id"], "IN_PROGRESS") in aborted
+    assert (stage["id"], "IN_PROGRESS") in aborted and (later["id"], "CREATED") in aborted
+    task_aborts = [e for e in log if e["entity"] == "TASK" and e["toStatus"] == "ABORTED"]
+    assert len(task_aborts) == 2 and all(e["reason"] == "job aborted" for e in task_aborts)
+
+
+async def test_events_page_and_unknown_job(api: Api) -> None:
+    job = await api.create_job()
+    await api.create_tasks((await api.create_stage(job["id"]))["id"], 5)
+    page = await api.call("GET", f"/v1/jobs/{job['id']}/events", params={"page": 2, "page_size": 3})
+    assert page["total"] == 7 and len(page["items"]) == 3
+    missing = "00000000-0000-4000-8000-000000000000"
+    err = await api.call("GET", f"/v1/jobs/{missing}/events", 404)
+    assert err["code"] == "JOB_NOT_FOUND"
