@@ -1,0 +1,67 @@
+# syntax=docker/dockerfile:1
+# The manager as an image. Build it from the repository root, where the uv
+# workspace (pyproject.toml, uv.lock) lives:
+#
+#   docker build -f deploy/manager.Dockerfile -t jobnik-manager .
+#
+# The entry point is `jobnik-manager`; the default command serves the API on
+# 0.0.0.0:8080. Run `migrate` instead of the default command to apply the
+# database migrations (the compose file and the Helm chart do this in a
+# one-shot container before the server starts).
+
+# --- build: resolve the locked dependencies into a virtualenv ----------------
+FROM python:3.12-slim AS build
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    UV_PYTHON_DOWNLOADS=never \
+    UV_PROJECT_ENVIRONMENT=/opt/venv
+
+# Unpinned on purpose: uv.lock, not uv's version, fixes what gets installed, and
+# a current uv reads every lock format.
+# hadolint ignore=DL3013
+RUN pip install uv
+
+WORKDIR /src
+
+# uv checks the lock against every workspace member, so all members'
+# pyproject.toml files are needed, though only the manager is installed.
+# Copying them apart from the sources keeps the dependency layer cached until
+# the lock or a pyproject.toml changes.
+COPY pyproject.toml uv.lock ./
+COPY manager/pyproject.toml manager/
+COPY sdk/pyproject.toml sdk/
+COPY worker-boilerplate/pyproject.toml worker-boilerplate/
+RUN --mount=type=cache,target=/root/.cache/uv \
+    uv sync --locked --no-dev --no-install-workspace --package jobnik-manager
+
+# The manager itself, installed as a wheel (not editable), so the virtualenv is
+# self-contained and the sources are not needed at run time.
+COPY manager/src/ manager/src/
+RUN --mount=type=cache,target=/root/.cache/uv \
+    uv sync --locked --no-dev --no-editable --package jobnik-manager
+
+# --- runtime -----------------------------------------------------------------
+# Same base image as the build stage: the virtualenv's interpreter links to
+# /usr/local/bin/python3.12.
+FROM python:3.12-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PATH=/opt/venv/bin:$PATH
+
+COPY --from=build /opt/venv /opt/venv
+
+# A numeric USER lets Kubernetes verify runAsNonRoot. The home directory is the
+# working directory, so the SQLite default (./jobnik.db) still works in a plain
+# `docker run`; with PostgreSQL nothing is written there.
+RUN useradd --system --uid 10001 --create-home --home-dir /home/jobnik jobnik
+USER 10001
+WORKDIR /home/jobnik
+
+EXPOSE 8080
+# Exec form: the server is PID 1 and receives SIGTERM itself.
+ENTRYPOINT ["jobnik-manager"]
+CMD ["serve", "--host", "0.0.0.0"]
