@@ -13,6 +13,7 @@ from . import __version__
 from .api.errors import install_error_handlers
 from .api.routes import health, jobs, stages, tasks
 from .db.engine import Database
+from .dispatch.relay import Relay
 from .maintenance.loop import run_maintenance
 from .settings import Settings
 
@@ -20,19 +21,23 @@ from .settings import Settings
 def create_app(settings: Settings | None = None, *, database: Database | None = None) -> FastAPI:
     settings = settings or Settings()
     db = database or Database(settings.database_url, pool_size=settings.db_pool_size)
+    if settings.amqp_url:
+        db.outbox = True  # changes write outbox rows from now on
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        loop = (
-            asyncio.create_task(run_maintenance(db, settings.maintenance_interval))
-            if settings.maintenance
-            else None
-        )
+        loops = []
+        if settings.maintenance:
+            loops.append(asyncio.create_task(run_maintenance(db, settings.maintenance_interval)))
+        if settings.amqp_url:
+            relay = Relay(db, settings.amqp_url, poll=settings.relay_poll)
+            loops.append(asyncio.create_task(relay.run()))
         try:
             yield
         finally:
-            if loop is not None:
+            for loop in loops:
                 loop.cancel()
+            for loop in loops:
                 with contextlib.suppress(asyncio.CancelledError):
                     await loop
             if database is None:  # an injected database belongs to the caller

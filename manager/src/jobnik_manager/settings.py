@@ -32,6 +32,16 @@ class Settings(BaseSettings):
         default=timedelta(seconds=1), description="Seconds between maintenance ticks"
     )
 
+    amqp_url: str | None = Field(
+        default=None,
+        description="RabbitMQ URL (amqp://user:pw@host:5672/); set it to publish wake-ups "
+        "and lifecycle events through the outbox",
+    )
+    relay_poll: timedelta = Field(
+        default=timedelta(seconds=1),
+        description="How often the relay looks for rows written by other replicas",
+    )
+
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")

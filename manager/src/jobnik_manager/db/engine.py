@@ -23,6 +23,11 @@ T = TypeVar("T")
 _RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 _MAX_TX_ATTEMPTS = 5
 
+# Session.info keys: whether this database keeps an outbox, and whether a transaction
+# wrote to it (so the relay can be woken at once after the commit).
+OUTBOX_ON = "outbox"
+OUTBOX_WRITTEN = "outbox_written"
+
 
 def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
@@ -75,10 +80,12 @@ def _retryable(exc: BaseException) -> bool:
 class Database:
     """Owns the engine; runs each use case in one transaction, retried on deadlock."""
 
-    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+    def __init__(self, url: str, *, pool_size: int = 10, outbox: bool = False) -> None:
         self.url = url
         self.engine = make_engine(url, pool_size=pool_size)
         self.sessions = make_sessionmaker(self.engine)
+        self.outbox = outbox
+        self.outbox_written = asyncio.Event()
 
     @property
     def is_sqlite(self) -> bool:
@@ -92,8 +99,13 @@ class Database:
         """
         for attempt in range(1, _MAX_TX_ATTEMPTS + 1):
             try:
-                async with self.sessions() as session, session.begin():
-                    return await work(session)
+                async with self.sessions() as session:
+                    session.info[OUTBOX_ON] = self.outbox
+                    async with session.begin():
+                        result = await work(session)
+                    if session.info.get(OUTBOX_WRITTEN):
+                        self.outbox_written.set()
+                    return result
             except DBAPIError as exc:
                 if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):
                     raise

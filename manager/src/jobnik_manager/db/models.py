@@ -177,3 +177,15 @@ class IdempotencyKey(Base):
     status_code: Mapped[int] = mapped_column(Integer)
     response: Mapped[Any] = mapped_column(JsonColumn)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+
+
+class OutboxMessage(Base):
+    """A message for RabbitMQ, written in the transaction of the change it announces
+    and deleted by the relay once the broker confirmed it."""
+
+    __tablename__ = "outbox"
+
+    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
+    routing_key: Mapped[str] = mapped_column(String(120))
+    payload: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ..db.engine import Database
 from ..db.models import Task
 from ..db.types import utcnow
+from ..dispatch.outbox import tasks_ready
 from ..domain.statuses import TaskStatus
 from ..services.reports import expire_lease, jobs_allowing_claims
 
@@ -55,9 +56,14 @@ async def open_due(s: AsyncSession) -> int:
     )
     tasks = list((await s.execute(stmt)).scalars())
     open_jobs = await jobs_allowing_claims(s, list({t.job_id for t in tasks}))
+    woken: dict[str, Task] = {}
     for task in tasks:
         task.not_before = None
         task.claimable = task.job_id in open_jobs
+        if task.claimable:
+            woken.setdefault(task.stage_type, task)
+    for stage_type, task in woken.items():
+        await tasks_ready(s, stage_type, task.job_id, task.stage_id, now)
     return len(tasks)
 
 

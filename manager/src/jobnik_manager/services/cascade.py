@@ -11,6 +11,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.models import Job, Stage, Task
+from ..dispatch.outbox import tasks_ready
 from ..domain.progress import Turn, job_percentage, next_stage_turn, stage_outcome
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
 from ..domain.summary import Summary, percentage, summary_field
@@ -93,15 +94,15 @@ async def recount(s: AsyncSession, stage_ids: list[uuid.UUID], now: datetime) ->
 
 
 async def open_stage_for_claims(
-    s: AsyncSession, stage_id: uuid.UUID, job_status: JobStatus, now: datetime
+    s: AsyncSession, stage: Stage, job_status: JobStatus, now: datetime
 ) -> None:
     """Make the stage's waiting tasks claimable, if the job lets tasks be claimed."""
     if job_status not in CLAIMING_JOB_STATUSES:
         return
-    await s.execute(
+    opened = await s.execute(
         update(Task)
         .where(
-            Task.stage_id == stage_id,
+            Task.stage_id == stage.id,
             Task.status.in_(_CLAIMABLE),
             Task.claimable.is_(False),
             # A retry still waiting out its delay is opened by the maintenance loop.
@@ -110,6 +111,8 @@ async def open_stage_for_claims(
         .values(claimable=True)
         .execution_options(synchronize_session=False)
     )
+    if getattr(opened, "rowcount", 0):
+        await tasks_ready(s, stage.type, stage.job_id, stage.id, now)
 
 
 async def job_stages(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
@@ -174,7 +177,7 @@ async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime)
         if turn is Turn.ACTIVATE:
             assert nxt is not None
             await move_stage(s, nxt, StageStatus.PENDING, now)
-            await open_stage_for_claims(s, nxt.id, JobStatus(job.status), now)
+            await open_stage_for_claims(s, nxt, JobStatus(job.status), now)
             break
         if turn is Turn.COMPLETE_EMPTY:
             assert nxt is not None

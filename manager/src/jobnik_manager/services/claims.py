@@ -69,7 +69,7 @@ async def _start(
         update(Stage)
         .where(Stage.id.in_(stage_ids), Stage.status == StageStatus.PENDING)
         .values(status=StageStatus.IN_PROGRESS, update_time=now)
-        .returning(Stage.id, Stage.job_id)
+        .returning(Stage.id, Stage.job_id, Stage.type)
         .execution_options(synchronize_session=False)
     )
     rows = [
@@ -78,6 +78,7 @@ async def _start(
             "entity": Entity.STAGE,
             "entity_id": r.id,
             "stage_id": r.id,
+            "stage_type": r.type,
             "from_status": StageStatus.PENDING,
             "to_status": StageStatus.IN_PROGRESS,
             "time": now,

@@ -13,6 +13,7 @@ from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.models import Event, Job, Stage, Task
+from ..dispatch.outbox import lifecycle_key, publish_later
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
 from .loading import load_job
 from .pages import PageRequest, PageResult, paginate
@@ -47,6 +48,7 @@ async def stage_moved(
                 StageStatus(stage.status),
                 now,
                 stage_id=stage.id,
+                stage_type=stage.type,
             )
         ],
     )
@@ -133,12 +135,12 @@ async def move_stages(
             update(Stage)
             .where(Stage.job_id == job_id, Stage.status == source)
             .values(status=target, update_time=now)
-            .returning(Stage.id)
+            .returning(Stage.id, Stage.type)
             .execution_options(synchronize_session=False)
         )
         rows.extend(
-            _row(Entity.STAGE, stage_id, job_id, source, target, now, stage_id=stage_id)
-            for stage_id in result.scalars()
+            _row(Entity.STAGE, r.id, job_id, source, target, now, stage_id=r.id, stage_type=r.type)
+            for r in result
         )
     await insert_rows(s, rows)
 
@@ -192,8 +194,36 @@ def _row(
 
 
 async def insert_rows(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Append events; job and stage moves are also announced as lifecycle messages
+    (`job.<status>`, `stage.<status>`). A row may carry `stage_type` for the message."""
     if not rows:
         return
-    # Every row names every column, so one executemany covers them all.
     columns = ("stage_id", "task_id", "attempt", "lease_id", "worker", "reason")
-    await s.execute(insert(Event), [{c: None for c in columns} | r for r in rows])
+    events: list[dict[str, Any]] = []
+    messages: list[tuple[str, dict[str, Any]]] = []
+    for row in rows:
+        stage_type = row.pop("stage_type", None)
+        # Every row names every column, so one executemany covers them all.
+        events.append({c: None for c in columns} | row)
+        if row["entity"] != Entity.TASK:
+            messages.append(
+                (lifecycle_key(row["entity"], row["to_status"]), _message(row, stage_type))
+            )
+    await s.execute(insert(Event), events)
+    await publish_later(s, messages, rows[0]["time"])
+
+
+def _message(row: dict[str, Any], stage_type: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "entity": str(row["entity"]),
+        "jobId": str(row["job_id"]),
+        "fromStatus": None if row["from_status"] is None else str(row["from_status"]),
+        "toStatus": str(row["to_status"]),
+        "time": row["time"].isoformat(),
+    }
+    if row.get("stage_id") is not None:
+        body["stageId"] = str(row["stage_id"])
+        body["stageType"] = stage_type
+    if row.get("reason") is not None:
+        body["reason"] = row["reason"]
+    return body

@@ -157,7 +157,7 @@ async def _resume(s: AsyncSession, job: Job, now: datetime) -> None:
         return
     for stage in stages:
         if StageStatus(stage.status).is_active:
-            await open_stage_for_claims(s, stage.id, implied, now)
+            await open_stage_for_claims(s, stage, implied, now)
         elif StageStatus(stage.status) is StageStatus.COMPLETED:
             continue
         else:

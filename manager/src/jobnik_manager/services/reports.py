@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.models import Job, Task
 from ..db.types import utcnow
+from ..dispatch.outbox import tasks_ready
 from ..domain.errors import LeaseLost
 from ..domain.leases import lease_is_live
 from ..domain.retry import RetryPolicy
@@ -97,6 +98,8 @@ async def settle(
             task.not_before = now + delay  # opened by the maintenance loop when due
         else:
             task.claimable = await _job_allows_claims(s, task.job_id)
+            if task.claimable:
+                await tasks_ready(s, task.stage_type, task.job_id, task.stage_id, now)
     await s.flush()
     await task_moved(s, task, previous, now, reason)
     stage = await bump_summary(s, task.stage_id, {previous: -1, outcome.status: 1}, now)

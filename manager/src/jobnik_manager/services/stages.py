@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ..api.schemas import StageCreate, TaskCreate
 from ..db.models import Job, Stage, Task
 from ..db.types import utcnow
+from ..dispatch.outbox import tasks_ready
 from ..domain.errors import IllegalTransition, RuleViolation
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, Priority, StageStatus, TaskStatus
 from ..domain.transitions import Actor, ensure_stage_transition
@@ -133,6 +134,8 @@ async def insert_tasks(
     await s.flush()
     await tasks_created(s, tasks, now)
     await bump_summary(s, stage.id, {TaskStatus.PENDING: len(tasks)}, now)
+    if claimable and tasks:
+        await tasks_ready(s, stage.type, job.id, stage.id, now)
     return tasks
 
 
@@ -172,7 +175,7 @@ async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
     if summary_of(stage).total == 0:
         await complete_stage(s, job, stage, now)  # nothing to run: its turn passes at once
     else:
-        await open_stage_for_claims(s, stage.id, JobStatus(job.status), now)
+        await open_stage_for_claims(s, stage, JobStatus(job.status), now)
 
 
 async def replace_user_metadata(

@@ -1,0 +1,35 @@
+"""The transactional outbox for RabbitMQ.
+
+Revision ID: 0003
+Revises: 0002
+Create Date: 2026-11-21
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+from jobnik_manager.db.types import JsonColumn, UtcDateTime
+
+revision: str = "0003"
+down_revision: str | None = "0002"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+SeqType = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def upgrade() -> None:
+    op.create_table(
+        "outbox",
+        sa.Column("seq", SeqType, autoincrement=True, nullable=False),
+        sa.Column("routing_key", sa.String(120), nullable=False),
+        sa.Column("payload", JsonColumn, nullable=False),
+        sa.Column("created_at", UtcDateTime, nullable=False),
+        sa.PrimaryKeyConstraint("seq", name="pk_outbox"),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("outbox")

@@ -1,0 +1,57 @@
+"""Writing outbox rows inside the caller's transaction.
+
+Nothing is written unless the database was opened with the outbox on (a broker is
+configured); without one the manager behaves exactly as before.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.engine import OUTBOX_ON, OUTBOX_WRITTEN
+from ..db.models import OutboxMessage
+
+
+def enabled(s: AsyncSession) -> bool:
+    return bool(s.info.get(OUTBOX_ON))
+
+
+def ready_key(stage_type: str) -> str:
+    return f"task.ready.{stage_type}"
+
+
+def lifecycle_key(entity: str, status: str) -> str:
+    return f"{entity.lower()}.{status.lower()}"
+
+
+async def tasks_ready(
+    s: AsyncSession, stage_type: str, job_id: uuid.UUID, stage_id: uuid.UUID, now: datetime
+) -> None:
+    """Tasks of `stage_type` became claimable: wake that type's workers."""
+    await publish_later(
+        s,
+        [
+            (
+                ready_key(stage_type),
+                {"stageType": stage_type, "jobId": str(job_id), "stageId": str(stage_id)},
+            )
+        ],
+        now,
+    )
+
+
+async def publish_later(
+    s: AsyncSession, messages: Iterable[tuple[str, dict[str, Any]]], now: datetime
+) -> None:
+    if not enabled(s):
+        return
+    rows = [{"routing_key": key, "payload": body, "created_at": now} for key, body in messages]
+    if rows:
+        await s.execute(insert(OutboxMessage), rows)
+        s.info[OUTBOX_WRITTEN] = True

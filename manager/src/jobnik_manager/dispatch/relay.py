@@ -1,0 +1,136 @@
+"""The relay: publishes outbox rows to the `jobnik` topic exchange, oldest first.
+
+Rows are taken with SKIP LOCKED, so every replica can run a relay; a row is deleted
+in the same transaction that published it, after the broker's confirm. A crash
+between confirm and commit publishes the row again: delivery is at least once, and
+consumers treat messages as hints (a wake-up, an event to look up).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from datetime import timedelta
+
+import aio_pika
+from aio_pika.abc import AbstractConnection, AbstractExchange
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.engine import Database
+from ..db.models import OutboxMessage
+
+log = logging.getLogger(__name__)
+
+EXCHANGE = "jobnik"
+BATCH = 200
+CONFIRM_TIMEOUT = 15.0  # seconds; past it the rows stay for the next attempt
+
+
+async def declare_exchange(channel: aio_pika.abc.AbstractChannel) -> AbstractExchange:
+    return await channel.declare_exchange(EXCHANGE, aio_pika.ExchangeType.TOPIC, durable=True)
+
+
+async def publish_batch(db: Database, exchange: AbstractExchange) -> int:
+    """Publish and delete up to BATCH rows in one transaction; returns how many."""
+
+    async def work(s: AsyncSession) -> int:
+        rows = list(
+            (
+                await s.execute(
+                    select(OutboxMessage)
+                    .order_by(OutboxMessage.seq)
+                    .limit(BATCH)
+                    .with_for_update(skip_locked=True)
+                )
+            ).scalars()
+        )
+        if not rows:
+            return 0
+        # With publisher confirms each publish returns once the broker has the message;
+        # a nack or a lost connection raises, and the rollback keeps the rows.
+        publishes = asyncio.gather(
+            *(
+                exchange.publish(
+                    aio_pika.Message(
+                        json.dumps(row.payload).encode(),
+                        content_type="application/json",
+                        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                        message_id=str(row.seq),
+                        timestamp=row.created_at,
+                    ),
+                    routing_key=row.routing_key,
+                    mandatory=False,
+                )
+                for row in rows
+            )
+        )
+        await asyncio.wait_for(publishes, CONFIRM_TIMEOUT)
+        await s.execute(
+            delete(OutboxMessage).where(OutboxMessage.seq.in_([row.seq for row in rows]))
+        )
+        return len(rows)
+
+    return await db.transaction(work)
+
+
+class Relay:
+    """Runs until cancelled: connect, drain the outbox, wait for news, repeat.
+
+    Woken at once by commits of this process; rows written by other replicas are
+    picked up within `poll`. Connection failures back off up to `max_backoff`.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        amqp_url: str,
+        *,
+        poll: timedelta = timedelta(seconds=1),
+        max_backoff: timedelta = timedelta(seconds=30),
+    ) -> None:
+        self.db = db
+        self.amqp_url = amqp_url
+        self.poll = poll
+        self.max_backoff = max_backoff
+        self.published = 0
+
+    async def run(self) -> None:
+        backoff = 0.5
+        while True:
+            connection: AbstractConnection | None = None
+            try:
+                connection = await aio_pika.connect(self.amqp_url, timeout=10)
+                channel = await connection.channel(publisher_confirms=True)
+                exchange = await declare_exchange(channel)
+                log.info("relay connected to %s", _safe(self.amqp_url))
+                backoff = 0.5
+                await self._drain_forever(exchange)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("relay: %s; reconnecting in %.1f s", exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.max_backoff.total_seconds())
+            finally:
+                if connection is not None:
+                    with contextlib.suppress(Exception):
+                        await connection.close()
+
+    async def _drain_forever(self, exchange: AbstractExchange) -> None:
+        while True:
+            self.db.outbox_written.clear()
+            while (n := await publish_batch(self.db, exchange)) > 0:
+                self.published += n
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.db.outbox_written.wait(), self.poll.total_seconds())
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for logs."""
+    if "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1) if "://" in url else ("", url)
+    return f"{scheme}://…@{rest.rsplit('@', 1)[1]}"
