@@ -27,6 +27,8 @@ POSTGRES_URL = os.environ.get(
 )
 # CI sets this so that an unreachable PostgreSQL fails the run instead of skipping.
 REQUIRE_POSTGRES = os.environ.get("JOBNIK_TEST_REQUIRE_POSTGRES", "") not in ("", "0", "false")
+AMQP_URL = os.environ.get("JOBNIK_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+REQUIRE_RABBITMQ = os.environ.get("JOBNIK_TEST_REQUIRE_RABBITMQ", "") not in ("", "0", "false")
 
 
 async def _admin(url: str, *statements: str) -> None:
@@ -37,6 +39,25 @@ async def _admin(url: str, *statements: str) -> None:
             await conn.execute(statement)
     finally:
         await conn.close()
+
+
+async def _amqp_ping(url: str) -> None:
+    import aio_pika
+
+    connection = await aio_pika.connect(url, timeout=5)
+    await connection.close()
+
+
+@pytest.fixture(scope="session")
+def amqp_url() -> str:
+    """A reachable RabbitMQ, or a skip (a failure when CI requires it)."""
+    try:
+        asyncio.run(_amqp_ping(AMQP_URL))
+    except Exception as exc:
+        if REQUIRE_RABBITMQ:
+            pytest.fail(f"RabbitMQ is required but unreachable at {AMQP_URL}: {exc}")
+        pytest.skip(f"RabbitMQ unreachable at {AMQP_URL}: {exc}")
+    return AMQP_URL
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +90,7 @@ def database_url(request: pytest.FixtureRequest) -> str:
     return url
 
 
-TABLES = ("events", "tasks", "stages", "jobs", "idempotency_keys")
+TABLES = ("events", "tasks", "stages", "jobs", "idempotency_keys", "outbox")
 
 
 async def _empty(db: Database) -> None:

@@ -55,3 +55,28 @@ async def publish_later(
     if rows:
         await s.execute(insert(OutboxMessage), rows)
         s.info[OUTBOX_WRITTEN] = True
+
+
+async def stage_awaits_approval(
+    s: AsyncSession,
+    *,
+    job_id: uuid.UUID,
+    stage_id: uuid.UUID,
+    stage_type: str,
+    now: datetime,
+) -> None:
+    """`stage.waiting`: a WAITING stage's turn has come; it runs once a person approves.
+
+    Sent when approval becomes possible (the stages before it are done), not when a
+    WAITING stage is merely created behind unfinished ones.
+    """
+    body = {
+        "entity": "STAGE",
+        "jobId": str(job_id),
+        "stageId": str(stage_id),
+        "stageType": stage_type,
+        "fromStatus": None,
+        "toStatus": "WAITING",
+        "time": now.isoformat(),
+    }
+    await publish_later(s, [(lifecycle_key("STAGE", "WAITING"), body)], now)

@@ -205,7 +205,8 @@ async def insert_rows(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
         stage_type = row.pop("stage_type", None)
         # Every row names every column, so one executemany covers them all.
         events.append({c: None for c in columns} | row)
-        if row["entity"] != Entity.TASK:
+        # stage.waiting goes out when approval becomes possible (dispatch.outbox).
+        if row["entity"] != Entity.TASK and row["to_status"] != StageStatus.WAITING:
             messages.append(
                 (lifecycle_key(row["entity"], row["to_status"]), _message(row, stage_type))
             )

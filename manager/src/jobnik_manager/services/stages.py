@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ..api.schemas import StageCreate, TaskCreate
 from ..db.models import Job, Stage, Task
 from ..db.types import utcnow
-from ..dispatch.outbox import tasks_ready
+from ..dispatch.outbox import stage_awaits_approval, tasks_ready
 from ..domain.errors import IllegalTransition, RuleViolation
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, Priority, StageStatus, TaskStatus
 from ..domain.transitions import Actor, ensure_stage_transition
@@ -25,13 +25,15 @@ from .pages import PageRequest, PageResult, paginate
 from .tracing import new_traceparent
 
 
+def _turn_has_come(previous: Stage | None) -> bool:
+    """A new stage's turn has come if it is first, or if every stage before it is done."""
+    return previous is None or StageStatus(previous.status) is StageStatus.COMPLETED
+
+
 def _initial_status(payload: StageCreate, previous: Stage | None) -> StageStatus:
     if payload.start_as_waiting:
         return StageStatus.WAITING
-    # Its turn has come if it is first, or if every stage before it is done.
-    if previous is None or StageStatus(previous.status) is StageStatus.COMPLETED:
-        return StageStatus.PENDING
-    return StageStatus.CREATED
+    return StageStatus.PENDING if _turn_has_come(previous) else StageStatus.CREATED
 
 
 async def insert_stage(
@@ -68,6 +70,10 @@ async def insert_stage(
     s.add(stage)
     await s.flush()
     await stage_moved(s, stage, None, now)
+    if stage.status == StageStatus.WAITING and _turn_has_come(previous):
+        await stage_awaits_approval(
+            s, job_id=job.id, stage_id=stage.id, stage_type=stage.type, now=now
+        )
     if payload.tasks:
         await insert_tasks(s, job, stage, payload.tasks, now)
     return stage
