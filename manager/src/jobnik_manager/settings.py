@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _seconds(value: Any) -> Any:
+    """Durations come from the environment as seconds ("0.5"); ISO 8601 also works."""
+    if isinstance(value, str):
+        try:
+            return timedelta(seconds=float(value))
+        except ValueError:
+            return value
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_seconds)]
 
 
 class Settings(BaseSettings):
@@ -28,7 +42,7 @@ class Settings(BaseSettings):
         default=True,
         description="Run the lease reaper and due-retry loop here (safe on every replica)",
     )
-    maintenance_interval: timedelta = Field(
+    maintenance_interval: Duration = Field(
         default=timedelta(seconds=1), description="Seconds between maintenance ticks"
     )
 
@@ -37,7 +51,7 @@ class Settings(BaseSettings):
         description="RabbitMQ URL (amqp://user:pw@host:5672/); set it to publish wake-ups "
         "and lifecycle events through the outbox",
     )
-    relay_poll: timedelta = Field(
+    relay_poll: Duration = Field(
         default=timedelta(seconds=1),
         description="How often the relay looks for rows written by other replicas",
     )
