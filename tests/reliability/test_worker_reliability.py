@@ -1,0 +1,263 @@
+"""Real manager and worker processes on PostgreSQL: a SIGKILLed worker's task is
+reclaimed, an abort reaches running handlers within a heartbeat, and a pause lets
+running tasks finish."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from jobnik_manager.db.engine import Database
+
+from ..support.api import unique
+from ..support.invariants import assert_invariants
+from ..support.processes import manager_process
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+HEARTBEAT = 0.5
+WITH_STAGES = {"should_return_stages": True}
+
+
+@contextmanager
+def marker_worker(
+    manager: str, stage_type: str, markers: Path, name: str, **env: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "MARKER_MANAGER": manager,
+        "MARKER_STAGE_TYPES": stage_type,
+        "MARKER_DIR": str(markers),
+        "MARKER_NAME": name,
+        "MARKER_HEARTBEAT": str(HEARTBEAT),
+        **env,
+    }
+    with (markers / f"{name}.log").open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.reliability.marker_worker"],
+            cwd=ROOT,
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def markers_of(markers: Path, event: str) -> dict[str, float]:
+    """task id -> time, for every marker of this event."""
+    found = {}
+    for path in markers.glob(f"*.{event}.*"):
+        found[path.name.split(".")[0]] = float(path.read_text())
+    return found
+
+
+async def until(probe: Any, what: str, seconds: float = 60) -> Any:
+    for _ in range(int(seconds / 0.05)):
+        if result := await probe():
+            return result
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def job_with_tasks(
+    http: httpx.AsyncClient, stage_type: str, seconds: list[float], **task: Any
+) -> dict[str, Any]:
+    body = {
+        "name": unique("rel"),
+        "data": {},
+        "stages": [
+            {
+                "type": stage_type,
+                "data": {},
+                "tasks": [{"data": {"seconds": s}, **task} for s in seconds],
+            }
+        ],
+    }
+    response = await http.post("/v1/jobs", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+async def events(http: httpx.AsyncClient, job_id: str) -> list[dict[str, Any]]:
+    response = await http.get(f"/v1/jobs/{job_id}/events", params={"page_size": 1000})
+    return response.json()["items"]  # type: ignore[no-any-return]
+
+
+async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused(
+    pg_db: Database, tmp_path: Path
+) -> None:
+    kind = unique("kill")
+    with ExitStack() as stack:
+        url = stack.enter_context(manager_process(pg_db.url, JOBNIK_MAINTENANCE_INTERVAL="0.5"))
+        async with httpx.AsyncClient(base_url=url) as http:
+            job = await job_with_tasks(http, kind, [3], maxAttempts=3)
+            task_id = job["stages"][0]["tasks"][0]["id"]
+            victim = stack.enter_context(
+                marker_worker(url, kind, tmp_path, "victim", MARKER_LEASE="2")
+            )
+            await until(lambda: asyncio.sleep(0, markers_of(tmp_path, "started")), "a start")
+            held = (await http.get(f"/v1/tasks/{task_id}")).json()
+            assert held["worker"] == "victim" and held["status"] == "IN_PROGRESS"
+            victim.send_signal(signal.SIGKILL)
+            victim.wait()
+            killed_at = time.time()
+
+            stack.enter_context(marker_worker(url, kind, tmp_path, "rescuer", MARKER_LEASE="2"))
+
+            async def completed() -> dict[str, Any] | None:
+                task = (await http.get(f"/v1/tasks/{task_id}")).json()
+                return task if task["status"] == "COMPLETED" else None
+
+            done = await until(completed, "the task to complete")
+            assert done["worker"] == "rescuer" and done["attempts"] == 1
+            late = await http.put(
+                f"/v1/tasks/{task_id}/status",
+                json={"status": "COMPLETED", "leaseId": held["leaseId"]},
+            )
+            assert late.status_code == 409 and late.json()["code"] == "LEASE_LOST"
+
+            log = [e for e in await events(http, job["id"]) if e.get("taskId") == task_id]
+            assert [(e["fromStatus"], e["toStatus"], e["worker"]) for e in log] == [
+                (None, "PENDING", None),
+                ("PENDING", "IN_PROGRESS", "victim"),
+                ("IN_PROGRESS", "RETRIED", "victim"),
+                ("RETRIED", "IN_PROGRESS", "rescuer"),
+                ("IN_PROGRESS", "COMPLETED", "rescuer"),
+            ]
+            assert log[2]["reason"] == "lease expired"
+            # Reaped within a few seconds of the lease's expiry.
+            expiry = datetime.fromisoformat(held["leaseExpiresAt"]).timestamp()
+            reaped = datetime.fromisoformat(log[2]["time"]).timestamp()
+            assert expiry <= reaped < max(expiry, killed_at) + 3
+    await assert_invariants(pg_db)
+
+
+async def test_abort_reaches_running_handlers_within_one_heartbeat(
+    pg_db: Database, tmp_path: Path
+) -> None:
+    kind = unique("abort")
+    with ExitStack() as stack:
+        url = stack.enter_context(manager_process(pg_db.url))
+        async with httpx.AsyncClient(base_url=url) as http:
+            job = await job_with_tasks(http, kind, [60] * 6)
+            stack.enter_context(
+                marker_worker(url, kind, tmp_path, "w", MARKER_CONCURRENCY="4", MARKER_LEASE="5")
+            )
+            started = await until(
+                lambda: asyncio.sleep(0, len(markers_of(tmp_path, "started")) == 4 or None),
+                "four running handlers",
+            )
+            assert started
+            aborted_at = time.time()
+            response = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
+            assert response.status_code == 200
+            cancelled = await until(
+                lambda: asyncio.sleep(
+                    0, ((c := markers_of(tmp_path, "cancelled")) and len(c) == 4 and c) or None
+                ),
+                "four cancellations",
+            )
+            delays = sorted(t - aborted_at for t in cancelled.values())
+            print(f"\nabort observed after {[round(d, 3) for d in delays]} s")
+            assert delays[-1] <= HEARTBEAT + 0.5, delays
+            await asyncio.sleep(2 * HEARTBEAT)  # the worker keeps polling meanwhile
+            assert len(markers_of(tmp_path, "started")) == 4  # nothing more was handed out
+            assert not markers_of(tmp_path, "finished")
+
+            got = (
+                await http.get(f"/v1/jobs/{job['id']}", params={"should_return_stages": True})
+            ).json()
+            assert got["status"] == "ABORTED" and got["stages"][0]["status"] == "ABORTED"
+            tasks = (await http.get(f"/v1/stages/{got['stages'][0]['id']}/tasks")).json()
+            assert {t["status"] for t in tasks["items"]} == {"ABORTED"}
+            log = await events(http, job["id"])
+            aborts = [e for e in log if e["toStatus"] == "ABORTED"]
+            assert count_by_source(aborts) == {
+                ("JOB", "IN_PROGRESS"): 1,
+                ("STAGE", "IN_PROGRESS"): 1,
+                ("TASK", "IN_PROGRESS"): 4,
+                ("TASK", "PENDING"): 2,
+            }
+            last_abort = max(e["id"] for e in aborts)
+            assert not [e for e in log if e["id"] > last_abort]
+    await assert_invariants(pg_db)
+
+
+def count_by_source(items: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for e in items:
+        key = (e["entity"], e["fromStatus"])
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+async def test_pause_lets_running_tasks_finish_and_resume_completes_the_job(
+    pg_db: Database, tmp_path: Path
+) -> None:
+    first, second = unique("p1"), unique("p2")
+    with ExitStack() as stack:
+        url = stack.enter_context(manager_process(pg_db.url))
+        async with httpx.AsyncClient(base_url=url) as http:
+            body = {
+                "name": unique("pause"),
+                "data": {},
+                "stages": [
+                    {"type": first, "data": {}, "tasks": [{"data": {"seconds": 1.5}}] * 3},
+                    {"type": second, "data": {}, "tasks": [{"data": {"seconds": 0}}] * 2},
+                ],
+            }
+            job = (await http.post("/v1/jobs", json=body)).json()
+            stack.enter_context(
+                marker_worker(url, f"{first},{second}", tmp_path, "w", MARKER_CONCURRENCY="3")
+            )
+            await until(
+                lambda: asyncio.sleep(0, len(markers_of(tmp_path, "started")) == 3 or None),
+                "three running handlers",
+            )
+            paused = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "PAUSED"})
+            assert paused.status_code == 200
+
+            async def stage_one_done() -> bool:
+                st = (await http.get(f"/v1/stages/{job['stages'][0]['id']}")).json()
+                return st["status"] == "COMPLETED"
+
+            await until(stage_one_done, "the running tasks to be recorded")
+            await asyncio.sleep(1)  # the worker keeps polling; stage two must not start
+            got = (
+                await http.get(f"/v1/jobs/{job['id']}", params={"should_return_stages": True})
+            ).json()
+            assert got["status"] == "PAUSED"
+            assert got["stages"][1]["summary"]["pending"] == 2
+            assert len(markers_of(tmp_path, "finished")) == 3
+            resumed = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "PENDING"})
+            assert resumed.status_code == 200
+
+            async def job_done() -> bool:
+                return (await http.get(f"/v1/jobs/{job['id']}")).json()["status"] == "COMPLETED"
+
+            await until(job_done, "the job to complete")
+            assert len(markers_of(tmp_path, "finished")) == 5
+    await assert_invariants(pg_db)
