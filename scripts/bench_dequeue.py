@@ -29,7 +29,7 @@ from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Job, Stage, Task
 from jobnik_manager.db.types import utcnow
-from jobnik_manager.services.tasks import claim
+from jobnik_manager.services.claims import claim_tasks
 from jobnik_manager.settings import Settings
 
 STAGE_TYPE = "bench"
@@ -129,9 +129,9 @@ async def measure(db: Database, claims: int) -> tuple[float, float]:
     service_ms = []
     for _ in range(claims):
         t0 = time.perf_counter()
-        task = await db.transaction(lambda s: claim(s, STAGE_TYPE))
+        tasks = await db.transaction(lambda s: claim_tasks(s, [STAGE_TYPE]))
         service_ms.append((time.perf_counter() - t0) * 1000)
-        assert task is not None, "ran out of claimable tasks"
+        assert tasks, "ran out of claimable tasks"
     app = create_app(Settings(database_url=db.url), database=db)
     http_ms = []
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://m") as c:
