@@ -1,0 +1,149 @@
+"""Dispatch latency: from a task's creation to its handler starting.
+
+Starts a real manager process on PostgreSQL with the RabbitMQ relay on, then, in one
+run, feeds tasks one at a time (with idle gaps, as real work trickles in) to:
+  * a Worker woken over RabbitMQ (`amqp_url`, 30 s safety poll), and
+  * a Worker polling only (the SDK's default jittered backoff),
+and prints p50/p95/p99/max of `handler start - task creationTime`. The creation time
+is taken by the manager at the start of the creating transaction, so the figures
+include the commit itself.
+
+    uv run python scripts/bench_latency.py                 # 500 tasks per mode
+    uv run python scripts/bench_latency.py --tasks 1000 --gap-ms 20-200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import httpx
+
+from jobnik_manager.db import migrate
+from jobnik_sdk import JobnikClient, NewStage, NewTask, TaskContext, Worker
+
+PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_latency"
+AMQP = "amqp://guest:guest@127.0.0.1:5672/"
+
+
+async def recreate(url: str) -> None:
+    base, _, name = url.replace("postgresql+asyncpg://", "postgresql://").rpartition("/")
+    conn = await asyncpg.connect(f"{base}/postgres")
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+@contextmanager
+def manager(url: str, amqp_url: str, port: int) -> Iterator[str]:
+    env = {
+        **os.environ,
+        "JOBNIK_DATABASE_URL": url,
+        "JOBNIK_AMQP_URL": amqp_url,
+        "JOBNIK_PORT": str(port),
+        "JOBNIK_LOG_LEVEL": "warning",
+    }
+    proc = subprocess.Popen([sys.executable, "-m", "jobnik_manager.cli", "serve"], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"{base}/readiness", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("manager did not start")
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+async def run_mode(
+    base: str, *, amqp_url: str | None, tasks: int, gap: tuple[float, float]
+) -> list[float]:
+    """Feed `tasks` tasks one by one; return each one's latency in ms."""
+    stage_type = f"lat-{'push' if amqp_url else 'poll'}-{uuid.uuid4().hex[:6]}"
+    started: dict[str, float] = {}
+    done = asyncio.Event()
+
+    async def handle(data: dict[str, Any], ctx: TaskContext) -> None:
+        started[str(ctx.task.id)] = time.time()
+        if len(started) >= tasks:
+            done.set()
+
+    async with JobnikClient(base) as client:
+        job = await client.create_job("latency", stages=[NewStage(type=stage_type)])
+        assert job.stages
+        stage_id = job.stages[0].id
+        options: dict[str, Any] = {"amqp_url": amqp_url} if amqp_url else {}
+        worker = Worker(
+            client,
+            stage_types=stage_type,
+            handler=handle,
+            concurrency=4,
+            handle_signals=False,
+            **options,
+        )
+        created: dict[str, float] = {}
+        async with worker:
+            await asyncio.sleep(2)  # connected and idle, as a long-running worker is
+            for i in range(tasks):
+                (task,) = await client.add_tasks(stage_id, [NewTask(data={"i": i})])
+                created[str(task.id)] = _timestamp(task.creation_time)
+                await asyncio.sleep(random.uniform(*gap))
+            await asyncio.wait_for(done.wait(), timeout=120)
+    return [(started[t] - created[t]) * 1000 for t in created]
+
+
+def _timestamp(value: datetime) -> float:
+    return value.timestamp()
+
+
+def describe(name: str, ms: list[float]) -> str:
+    q = statistics.quantiles(ms, n=100, method="inclusive")
+    return (
+        f"  {name:<22}{len(ms):>6}{statistics.median(ms):>10.1f}{q[94]:>10.1f}"
+        f"{q[98]:>10.1f}{max(ms):>10.1f}"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default=PG)
+    parser.add_argument("--amqp-url", default=AMQP)
+    parser.add_argument("--tasks", type=int, default=500)
+    parser.add_argument("--gap-ms", default="20-120", help="idle gap between tasks, lo-hi ms")
+    parser.add_argument("--port", type=int, default=8791)
+    args = parser.parse_args()
+    lo, hi = (float(x) / 1000 for x in args.gap_ms.split("-"))
+
+    await recreate(args.url)
+    await asyncio.to_thread(migrate.upgrade, args.url)
+    with manager(args.url, args.amqp_url, args.port) as base:
+        push = await run_mode(base, amqp_url=args.amqp_url, tasks=args.tasks, gap=(lo, hi))
+        poll = await run_mode(base, amqp_url=None, tasks=args.tasks, gap=(lo, hi))
+    print(f"creation -> handler start, ms ({args.tasks} tasks each, gaps {args.gap_ms} ms)")
+    print(f"  {'mode':<22}{'tasks':>6}{'p50':>10}{'p95':>10}{'p99':>10}{'max':>10}")
+    print(describe("RabbitMQ wake-ups", push))
+    print(describe("polling only", poll))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
