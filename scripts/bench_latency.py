@@ -89,9 +89,6 @@ async def run_mode(
             done.set()
 
     async with JobnikClient(base) as client:
-        job = await client.create_job("latency", stages=[NewStage(type=stage_type)])
-        assert job.stages
-        stage_id = job.stages[0].id
         options: dict[str, Any] = {"amqp_url": amqp_url} if amqp_url else {}
         worker = Worker(
             client,
@@ -105,7 +102,12 @@ async def run_mode(
         async with worker:
             await asyncio.sleep(2)  # connected and idle, as a long-running worker is
             for i in range(tasks):
-                (task,) = await client.add_tasks(stage_id, [NewTask(data={"i": i})])
+                # A job per task: tasks cannot join a stage that is already running.
+                job = await client.create_job(
+                    "latency", stages=[NewStage(type=stage_type, tasks=[NewTask(data={"i": i})])]
+                )
+                assert job.stages and job.stages[0].tasks
+                task = job.stages[0].tasks[0]
                 created[str(task.id)] = _timestamp(task.creation_time)
                 await asyncio.sleep(random.uniform(*gap))
             await asyncio.wait_for(done.wait(), timeout=120)

@@ -43,6 +43,7 @@ async def main() -> None:
             initial=timedelta(milliseconds=50), maximum=timedelta(milliseconds=200)
         ),
         name=os.environ.get("MARKER_NAME"),
+        amqp_url=os.environ.get("MARKER_AMQP") or None,
     )
     try:
         await worker.run()
