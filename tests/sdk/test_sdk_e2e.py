@@ -107,11 +107,12 @@ async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
             assert sum(t.attempts for t in tasks) == 1
             assert {t.user_metadata["pid"] for t in tasks} == {w.pid for w in workers}
 
-            # The manager cannot yet be told to fail a task at once (`retryable: false`),
-            # so a task whose handler raises NonRetryableError gets maxAttempts 1 here.
+            # NonRetryableError fails the task at once, whatever attempts remain.
             doomed = await jobnik.create_job(
                 unique("e2e-doomed"),
-                stages=[NewStage(type=render, tasks=[tile(0, 0, 0, nonRetryable=True)])],
+                stages=[
+                    NewStage(type=render, tasks=[tile(0, 0, 0, max_attempts=3, nonRetryable=True)])
+                ],
             )
             failed = await jobnik.wait(doomed.id, poll_interval=POLL, timeout=DEADLINE)
             assert failed.status is JobStatus.FAILED
@@ -119,7 +120,9 @@ async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
             assert stage.status is StageStatus.FAILED
             assert stage.summary.model_dump() == _summary(failed=1, total=1)
             assert stage.tasks is not None
-            assert [(t.status, t.attempts) for t in stage.tasks] == [(TaskStatus.FAILED, 1)]
+            assert [(t.status, t.attempts, t.reason) for t in stage.tasks] == [
+                (TaskStatus.FAILED, 1, "this tile can never be rendered")
+            ]
 
     assert [w.returncode for w in workers] == [0, 0]
     await assert_invariants(pg_db)

@@ -12,19 +12,26 @@ from typing import Any
 import httpx
 import pytest
 
+from jobnik_manager.app import create_app
+from jobnik_manager.db.engine import Database
+from jobnik_manager.settings import Settings
 from jobnik_sdk import (
     ApiError,
     Backoff,
     ConflictError,
     JobnikClient,
+    LeaseLostError,
+    NewStage,
     NewTask,
     NotFoundError,
     RetryPolicy,
+    TaskReport,
     TransportError,
     ValidationError,
 )
 from jobnik_sdk._retry import Replay, replay_for, should_retry
 
+from ..support.api import unique
 from ..support.processes import free_port
 
 Scope = MutableMapping[str, Any]
@@ -197,6 +204,76 @@ async def test_automatic_idempotency_keys_make_creates_retryable() -> None:
     assert len(keys) == 2 and keys[0] == keys[1] and uuid.UUID(keys[0])
 
 
+async def test_every_create_carries_its_own_key_by_default() -> None:
+    server = ScriptedManager([503, 200, 503], JOB)
+    async with JobnikClient("http://scripted", transport=on(server), retry=FAST) as client:
+        await client.create_job("first")
+        await client.create_job("second")
+    keys = [r["idempotency-key"] for r in server.requests]
+    assert len(keys) == 4
+    assert keys[0] == keys[1] and keys[2] == keys[3], "one key across a call's retries"
+    assert keys[1] != keys[2], "a fresh key per call"
+
+
+class LoseFirstAnswer(httpx.AsyncBaseTransport):
+    """Delivers every request, but answers the first with a 503 in place of the
+    manager's answer, as a proxy that lost it would."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.sent = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        response = await self.inner.handle_async_request(request)
+        if self.sent > 1:
+            return response
+        await response.aread()
+        return httpx.Response(503, json={"message": "lost", "code": "HTTP_503"})
+
+
+async def test_a_create_whose_answer_was_lost_is_retried_and_answers_the_same_job(
+    db: Database,
+) -> None:
+    app = create_app(Settings(database_url=db.url), database=db)
+    transport = LoseFirstAnswer(httpx.ASGITransport(app=app))
+    name = unique("lost-answer")
+    async with JobnikClient("http://manager", transport=transport, retry=FAST) as client:
+        job = await client.create_job(name, stages=[NewStage(type=unique("k"), tasks=[NewTask()])])
+        assert transport.sent == 2
+        jobs = await client.list_jobs(name=name)
+    assert [j.id for j in jobs.items] == [job.id], "created once"
+    assert job.stages is not None and job.stages[0].tasks is not None
+
+
+async def test_heartbeats_and_batch_reports_repeat_but_claims_do_not() -> None:
+    beat = {"leaseExpiresAt": NOW, "cancelRequested": False, "jobStatus": "IN_PROGRESS"}
+    server = ScriptedManager([503], beat)
+    async with client_for(on(server)) as client:
+        answer = await client.heartbeat(TASK["id"], uuid.uuid4(), progress=5)
+    assert server.count == 2 and not answer.cancel_requested
+
+    reports = ScriptedManager([502], {"items": [{"taskId": TASK["id"], "task": TASK}]})
+    async with client_for(on(reports)) as client:
+        outcomes = await client.report_many([TaskReport.completed(TASK["id"])])
+    assert reports.count == 2 and outcomes[0].ok
+
+    claims = ScriptedManager([503], {"items": [TASK]})
+    async with client_for(on(claims)) as client:
+        with pytest.raises(ApiError):
+            await client.claim(["tiles"], limit=3)
+    assert claims.count == 1
+
+
+async def test_lease_lost_maps_to_its_own_error() -> None:
+    server = ScriptedManager([409], TASK, error={"message": "gone", "code": "LEASE_LOST"})
+    async with client_for(on(server)) as client:
+        with pytest.raises(LeaseLostError) as lost:
+            await client.complete(TASK["id"], lease_id=uuid.uuid4())
+    assert isinstance(lost.value, ConflictError) and lost.value.status_code == 409
+    assert server.count == 1
+
+
 async def test_dequeue_is_not_retried_once_it_may_have_reached_the_server() -> None:
     server = ScriptedManager([503], TASK)
     async with client_for(on(server)) as client:
@@ -279,12 +356,22 @@ async def test_an_error_body_that_is_not_json_still_maps() -> None:
         ("POST", True, False, Replay.IDEMPOTENT),
         ("POST", False, False, Replay.UNSENT_ONLY),
         ("PATCH", False, True, Replay.UNSENT_ONLY),
+        ("POST", False, True, Replay.UNSENT_ONLY),
     ],
 )
 def test_which_requests_repeat_safely(
     method: str, key: bool, claims: bool, expected: Replay
 ) -> None:
     assert replay_for(method, has_idempotency_key=key, claims=claims) is expected
+
+
+def test_a_repeatable_post_repeats_but_a_claim_never() -> None:
+    assert replay_for("POST", has_idempotency_key=False, claims=False, repeatable=True) is (
+        Replay.IDEMPOTENT
+    )
+    assert replay_for("POST", has_idempotency_key=False, claims=True, repeatable=True) is (
+        Replay.UNSENT_ONLY
+    )
 
 
 _REQUEST = httpx.Request("GET", "http://x")

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import inspect
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from jobnik_sdk import JobnikClient, NonRetryableError, TaskContext, TaskStatus
+from jobnik_sdk import (
+    JobnikClient,
+    LeaseLostError,
+    NewStage,
+    NewTask,
+    NonRetryableError,
+    TaskContext,
+    TaskRetryPolicy,
+    TaskStatus,
+)
 from jobnik_sdk.testing import FakeJobnik, make_context, run_handler
 
 
@@ -40,6 +50,7 @@ async def test_make_context_claims_a_task_in_a_fake() -> None:
         client=fake,
     )
     assert ctx.task.status is TaskStatus.IN_PROGRESS and ctx.task.data == {"x": 1}
+    assert ctx.task.lease_id is not None
     assert ctx.attempt == 2 and ctx.task.max_attempts == 3
     assert ctx.stage.type == "tiles" and ctx.stage.job_id == ctx.job.id
     await ctx.update_progress(40, step="one")
@@ -78,3 +89,33 @@ async def test_run_handler_validates_like_a_worker() -> None:
     await run_handler(untyped, {"x": "raw"})
     await run_handler(untyped, {"x": 7}, data_model=Point)
     assert seen[1:] == [{"x": "raw"}, Point(x=7)]
+
+
+async def test_the_fakes_clock_lets_leases_and_retry_delays_run_out() -> None:
+    fake = FakeJobnik()
+    policy = TaskRetryPolicy(initial_delay=timedelta(seconds=10))
+    job = await fake.create_job(
+        "clock", stages=[NewStage(type="t", tasks=[NewTask(max_attempts=3, retry_policy=policy)])]
+    )
+    task = await fake.dequeue("t", lease=timedelta(seconds=30))
+    assert task is not None and task.lease_id is not None
+    fake.advance(timedelta(seconds=29))
+    await fake.heartbeat(task.id, task.lease_id)  # renewed for another 30 s
+    fake.advance(timedelta(seconds=31))
+
+    expired = await fake.get_task(task.id)
+    assert (expired.status, expired.attempts, expired.reason) == (
+        TaskStatus.RETRIED,
+        1,
+        "lease expired",
+    )
+    with pytest.raises(LeaseLostError):
+        await fake.heartbeat(task.id, task.lease_id)
+    assert await fake.dequeue("t") is None, "the retry policy holds it back 10 s"
+    fake.advance(timedelta(seconds=10))
+    again = await fake.dequeue("t")
+    assert again is not None and again.id == task.id and again.lease_id != task.lease_id
+    reasons = [e.reason async for e in fake.iter_events(job.id) if e.to_status == "RETRIED"]
+    assert reasons == ["lease expired"]
+    with pytest.raises(ValueError):
+        fake.advance(timedelta(seconds=-1))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import time
 from datetime import timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from jobnik_sdk import (
     NewStage,
     NewTask,
     NonRetryableError,
+    Priority,
     Task,
     TaskContext,
     TaskStatus,
@@ -87,7 +89,7 @@ async def test_a_raising_handler_fails_the_attempt_and_the_manager_retries() -> 
     assert (task.status, task.attempts) == (TaskStatus.COMPLETED, 1)
 
 
-async def test_non_retryable_error_fails_the_task() -> None:
+async def test_non_retryable_error_fails_the_task_at_once_with_its_message() -> None:
     fake = FakeJobnik()
     calls = 0
 
@@ -96,11 +98,13 @@ async def test_non_retryable_error_fails_the_task() -> None:
         calls += 1
         raise NonRetryableError("bad input")
 
-    job = await one_stage_job(fake, "refuse", NewTask(max_attempts=1))
+    job = await one_stage_job(fake, "refuse", NewTask(max_attempts=3))
     async with worker(fake, "refuse", refuse):
         done = await fake.wait(job.id, timeout=DEADLINE)
     assert done.status is JobStatus.FAILED
     assert calls == 1
+    [task] = (await fake.list_tasks(stage_type="refuse")).items
+    assert (task.status, task.attempts, task.reason) == (TaskStatus.FAILED, 1, "bad input")
 
 
 async def test_data_that_does_not_validate_fails_without_calling_the_handler() -> None:
@@ -111,11 +115,14 @@ async def test_data_that_does_not_validate_fails_without_calling_the_handler() -
         nonlocal called
         called = True
 
-    job = await one_stage_job(fake, "tiles", NewTask(data={"x": "not a number"}))
+    job = await one_stage_job(fake, "tiles", NewTask(data={"x": "not a number"}, max_attempts=3))
     async with worker(fake, "tiles", render):
         done = await fake.wait(job.id, timeout=DEADLINE)
     assert done.status is JobStatus.FAILED
     assert not called
+    [task] = (await fake.list_tasks(stage_type="tiles")).items
+    assert task.attempts == 1
+    assert task.reason is not None and task.reason.startswith("task data is not a valid Tile")
 
 
 async def test_data_model_option_and_whole_task_annotation() -> None:
@@ -153,6 +160,21 @@ async def test_context_helpers_write_task_user_metadata() -> None:
     assert task.user_metadata == {"owner": "me", "progress": 100, "phase": "half"}
 
 
+async def test_progress_recorded_just_before_returning_does_not_hold_up_the_worker() -> None:
+    # The heartbeat loop wakes for the progress as the handler ends; it must still stop.
+    fake = FakeJobnik()
+
+    async def quick(data: dict[str, Any], ctx: TaskContext) -> None:
+        await asyncio.sleep(0.05)  # the heartbeat loop is waiting by then
+        await ctx.update_progress(100)
+
+    job = await one_stage_job(fake, "quick", *[NewTask() for _ in range(12)])
+    async with asyncio.timeout(DEADLINE.total_seconds()):
+        async with worker(fake, "quick", quick, concurrency=4):
+            done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+
+
 async def test_concurrency_bounds_tasks_in_flight() -> None:
     fake = FakeJobnik()
     running = peak = 0
@@ -175,10 +197,12 @@ class CountingFake(FakeJobnik):
     def __init__(self) -> None:
         super().__init__()
         self.claims: list[float] = []
+        self.limits: list[int] = []
 
-    async def dequeue(self, stage_type: str) -> Task | None:
+    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
         self.claims.append(time.monotonic())
-        return await super().dequeue(stage_type)
+        self.limits.append(options["limit"])
+        return await super().claim(stage_types, **options)
 
 
 async def test_a_busy_worker_claims_again_at_once_and_an_idle_one_backs_off() -> None:
@@ -201,8 +225,8 @@ async def test_a_busy_worker_claims_again_at_once_and_an_idle_one_backs_off() ->
     assert 2 <= len(fake.claims) <= 6
 
 
-async def test_several_stage_types_are_served() -> None:
-    fake = FakeJobnik()
+async def test_several_stage_types_are_served_in_the_managers_order() -> None:
+    fake = CountingFake()
     served: list[str] = []
 
     async def handle(data: dict[str, Any], ctx: TaskContext) -> None:
@@ -210,11 +234,33 @@ async def test_several_stage_types_are_served() -> None:
 
     first = await one_stage_job(fake, "a", NewTask(), NewTask())
     second = await one_stage_job(fake, "b", NewTask(), NewTask())
+    await fake.set_priority(second.id, Priority.HIGH)
     async with worker(fake, ["a", "b"], handle):
         await fake.wait(first.id, timeout=DEADLINE)
         await fake.wait(second.id, timeout=DEADLINE)
-    assert sorted(served) == ["a", "a", "b", "b"]
-    assert served[:2] in (["a", "b"], ["b", "a"]), "types are served in turn"
+    # One claim covers both types, so job priority (then age) decides across them.
+    assert served == ["b", "b", "a", "a"]
+
+
+async def test_free_slots_are_claimed_in_one_batch() -> None:
+    fake = CountingFake()
+    running, all_running, release = 0, asyncio.Event(), asyncio.Event()
+
+    async def wait(data: dict[str, Any], ctx: TaskContext) -> None:
+        nonlocal running
+        running += 1
+        if running == 4:
+            all_running.set()
+        await release.wait()
+
+    job = await one_stage_job(fake, "batch", *[NewTask() for _ in range(5)])
+    async with worker(fake, "batch", wait, concurrency=4):
+        await asyncio.wait_for(all_running.wait(), 5)
+        release.set()
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+    assert fake.limits[0] == 4, "the first claim asks for every free slot"
+    assert max(fake.limits) <= 4
 
 
 class UnreliableFake(FakeJobnik):
@@ -224,17 +270,17 @@ class UnreliableFake(FakeJobnik):
         super().__init__()
         self.claim_failures, self.report_failures = claim_failures, report_failures
 
-    async def dequeue(self, stage_type: str) -> Task | None:
+    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
         if self.claim_failures:
             self.claim_failures -= 1
             raise TransportError("manager unreachable")
-        return await super().dequeue(stage_type)
+        return await super().claim(stage_types, **options)
 
-    async def complete(self, task_id: Any) -> Task:
+    async def complete(self, task_id: Any, **options: Any) -> Task:
         if self.report_failures:
             self.report_failures -= 1
             raise TransportError("manager unreachable")
-        return await super().complete(task_id)
+        return await super().complete(task_id, **options)
 
 
 async def test_claim_and_report_failures_are_survived() -> None:
@@ -292,6 +338,7 @@ async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_fail
     assert cancelled.is_set() and run.done()
     [task] = (await fake.list_tasks(stage_type="stuck")).items
     assert (task.status, task.attempts) == (TaskStatus.RETRIED, 1)
+    assert task.reason == "worker shut down"
 
 
 async def test_cancelling_run_still_reports_claimed_tasks() -> None:
@@ -347,6 +394,23 @@ def test_options_are_checked() -> None:
         Worker(fake, stage_types=[], handler=noop)
     with pytest.raises(ValueError):
         Worker(fake, stage_types="t", handler=noop, concurrency=0)
+    with pytest.raises(ValueError):
+        Worker(fake, stage_types="t", handler=noop, lease=timedelta(milliseconds=500))
+    with pytest.raises(ValueError):
+        Worker(
+            fake,
+            stage_types="t",
+            handler=noop,
+            lease=timedelta(seconds=10),
+            heartbeat_interval=timedelta(seconds=10),
+        )
+    with pytest.raises(ValueError):
+        Worker(fake, stage_types="t", handler=noop, heartbeat_interval=timedelta(0))
+    with pytest.raises(ValueError):
+        Worker(fake, stage_types="t", handler=noop, name="")
+    assert (
+        Worker(fake, stage_types="t", handler=noop).name == f"{socket.gethostname()}-{os.getpid()}"
+    )
 
     async def one_argument(data: dict[str, Any]) -> None:
         return None
@@ -417,9 +481,9 @@ async def test_worker_reports_failures_to_the_manager(jobnik: JobnikClient) -> N
     async def refuse(data: dict[str, Any], ctx: TaskContext) -> None:
         raise NonRetryableError("no")
 
-    job = await one_stage_job(jobnik, kind, NewTask(max_attempts=1))
+    job = await one_stage_job(jobnik, kind, NewTask(max_attempts=3))
     async with worker(jobnik, kind, refuse):
         done = await jobnik.wait(job.id, poll_interval=timedelta(milliseconds=20), timeout=DEADLINE)
     assert done.status is JobStatus.FAILED
     [task] = (await jobnik.list_tasks(stage_type=kind)).items
-    assert (task.status, task.attempts) == (TaskStatus.FAILED, 1)
+    assert (task.status, task.attempts, task.reason) == (TaskStatus.FAILED, 1, "no")

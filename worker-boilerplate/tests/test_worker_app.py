@@ -31,7 +31,7 @@ async def test_runs_a_job_to_completion() -> None:
     good_job = await fake.create_job("tiles", stages=[NewStage(type="tile-render", tasks=tiles)])
     bad_job = await fake.create_job("bad", stages=[NewStage(type="tile-render", tasks=[bad])])
 
-    worker = build_worker(settings(), fake)
+    worker = build_worker(settings(name="tiler-test", lease_seconds=20, heartbeat_seconds=5), fake)
     async with worker:
         done = await fake.wait(good_job.id, timeout=timedelta(seconds=10))
         failed = await fake.wait(bad_job.id, timeout=timedelta(seconds=10))
@@ -42,6 +42,19 @@ async def test_runs_a_job_to_completion() -> None:
     tasks = (await fake.list_tasks(stage_id=good_job.stages[0].id)).items
     assert [t.status for t in tasks] == [TaskStatus.COMPLETED] * 4
     assert all(t.user_metadata["progress"] == 100 for t in tasks)
+    assert {t.worker for t in tasks} == {"tiler-test"}
+    assert sorted(t.result["tile"] for t in tasks if t.result) == [
+        "1/0/0",
+        "1/0/1",
+        "1/1/0",
+        "1/1/1",
+    ]
+    for t in tasks:
+        assert t.lease_expires_at is not None and t.start_time is not None
+        assert timedelta(seconds=19) < t.lease_expires_at - t.start_time <= timedelta(seconds=20)
+    assert bad_job.stages is not None
+    [refused] = (await fake.list_tasks(stage_id=bad_job.stages[0].id)).items
+    assert refused.reason is not None and "off the 2x2 map" in refused.reason
 
 
 def test_handler_is_selected_by_reference() -> None:

@@ -11,13 +11,23 @@ from worker.settings import WorkerSettings
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("WORKER_MANAGER_URL", "WORKER_STAGE_TYPE", "WORKER_CONCURRENCY"):
+    for name in (
+        "WORKER_MANAGER_URL",
+        "WORKER_STAGE_TYPE",
+        "WORKER_CONCURRENCY",
+        "WORKER_LEASE_SECONDS",
+        "WORKER_HEARTBEAT_SECONDS",
+        "WORKER_NAME",
+    ):
         monkeypatch.delenv(name, raising=False)
     settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
     assert settings.manager_url == "http://127.0.0.1:8080"
     assert settings.stage_types == ["tile-render"]
     assert settings.concurrency == 1
     assert settings.shutdown_grace == timedelta(seconds=30)
+    assert settings.lease == timedelta(seconds=30)
+    assert settings.heartbeat_interval == timedelta(seconds=10)
+    assert settings.name is None
 
 
 def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -27,6 +37,9 @@ def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKER_SHUTDOWN_GRACE_SECONDS", "2.5")
     monkeypatch.setenv("WORKER_POLL_INITIAL_SECONDS", "0.1")
     monkeypatch.setenv("WORKER_POLL_MAX_SECONDS", "1")
+    monkeypatch.setenv("WORKER_LEASE_SECONDS", "60")
+    monkeypatch.setenv("WORKER_HEARTBEAT_SECONDS", "15")
+    monkeypatch.setenv("WORKER_NAME", "tiler-7")
     settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
     assert settings.manager_url == "http://manager:8080"
     assert settings.stage_types == ["tile-render", "tile-publish"]
@@ -34,11 +47,21 @@ def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.shutdown_grace == timedelta(seconds=2.5)
     assert settings.poll_backoff.initial == timedelta(seconds=0.1)
     assert settings.poll_backoff.maximum == timedelta(seconds=1)
+    assert settings.lease == timedelta(seconds=60)
+    assert settings.heartbeat_interval == timedelta(seconds=15)
+    assert settings.name == "tiler-7"
 
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("WORKER_CONCURRENCY", "0"), ("WORKER_STAGE_TYPE", " , "), ("WORKER_POLL_MAX_SECONDS", "0")],
+    [
+        ("WORKER_CONCURRENCY", "0"),
+        ("WORKER_STAGE_TYPE", " , "),
+        ("WORKER_POLL_MAX_SECONDS", "0"),
+        ("WORKER_LEASE_SECONDS", "0.5"),
+        ("WORKER_HEARTBEAT_SECONDS", "30"),  # not less than the default 30 s lease
+        ("WORKER_NAME", ""),
+    ],
 )
 def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
     monkeypatch.setenv(name, value)

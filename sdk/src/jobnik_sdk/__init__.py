@@ -4,7 +4,7 @@
         job = await client.create_job("render", stages=[NewStage(type="tile", tasks=[...])])
         done = await client.wait(job.id)
 
-    async def render(tile: Tile, ctx: TaskContext) -> None: ...
+    async def render(tile: Tile, ctx: TaskContext) -> dict[str, int]: ...
     await Worker("http://127.0.0.1:8080", stage_types="tile", handler=render).run()
 
 `jobnik_sdk.testing` has an in-memory fake manager for unit tests.
@@ -19,14 +19,17 @@ from ._exceptions import (
     ConflictError,
     IllegalTransitionError,
     JobnikError,
+    LeaseLostError,
     NonRetryableError,
     NotFoundError,
+    RetryLaterError,
     TransportError,
     ValidationError,
     WaitTimeoutError,
 )
 from ._handler import Handler
 from ._models import (
+    Event,
     Job,
     JobStatus,
     NewStage,
@@ -37,8 +40,10 @@ from ._models import (
     StageStatus,
     Summary,
     Task,
+    TaskRetryPolicy,
     TaskStatus,
 )
+from ._reports import Heartbeat, ReportError, ReportOutcome, TaskReport
 from ._retry import RetryPolicy
 from ._version import __version__
 from ._worker import Worker
@@ -48,24 +53,32 @@ __all__ = [
     "Backoff",
     "ConflictError",
     "ConsumerClient",
+    "Event",
     "Handler",
+    "Heartbeat",
     "IllegalTransitionError",
     "Job",
     "JobStatus",
     "JobnikClient",
     "JobnikError",
+    "LeaseLostError",
     "NewStage",
     "NewTask",
     "NonRetryableError",
     "NotFoundError",
     "Page",
     "Priority",
+    "ReportError",
+    "ReportOutcome",
+    "RetryLaterError",
     "RetryPolicy",
     "Stage",
     "StageStatus",
     "Summary",
     "Task",
     "TaskContext",
+    "TaskReport",
+    "TaskRetryPolicy",
     "TaskStatus",
     "TransportError",
     "ValidationError",

@@ -23,9 +23,12 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
 
     Failed requests are retried by `retry` (see RetryPolicy for which). `transport`
     replaces the network, e.g. `httpx.ASGITransport(app=...)` to run a manager app
-    in-process in tests. With `auto_idempotency_keys`, creating POSTs carry a fresh
-    `Idempotency-Key`, which makes them retryable: turn it on only against a manager
-    that honours the header, since one that ignores it may create a thing twice.
+    in-process in tests. With `auto_idempotency_keys` (the default), each create call
+    carries a fresh `Idempotency-Key`, the same on each of its retries, which makes it
+    safe to retry: the manager answers a repeat with its first answer. Turn it off
+    against a manager that ignores the header (a reference Jobnik manager), where a
+    retried create could create a thing twice; creates are then retried only when they
+    surely never reached the manager.
     """
 
     def __init__(
@@ -36,7 +39,7 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
-        auto_idempotency_keys: bool = False,
+        auto_idempotency_keys: bool = True,
     ) -> None:
         self._http = Http(
             base_url,

@@ -1,29 +1,48 @@
-"""Calls a worker makes: claim a task, report how it went."""
+"""Calls a worker makes: claim tasks, keep their leases, report how they went."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any, Protocol
 
 from ._exceptions import NotFoundError
 from ._http import Http
-from ._models import EntityId, Job, Stage, Task, TaskStatus
+from ._models import EntityId, Job, Stage, Task, seconds
+from ._reports import Heartbeat, ReportOutcome, TaskReport
 
 
 class ConsumerCalls:
-    """The consumer half of JobnikClient."""
+    """The consumer half of JobnikClient.
+
+    A claim takes a lease on each task it returns (`Task.lease_id`, valid until
+    `Task.lease_expires_at`). Keep it with `heartbeat` and name it in the report; a
+    lease that runs out counts as a failed attempt, and the manager offers the task
+    again. Without `lease`, the manager's default (30 minutes) applies, and reports
+    that name no lease are checked as in the reference API.
+    """
 
     _http: Http
 
-    async def dequeue(self, stage_type: str) -> Task | None:
+    async def dequeue(
+        self, stage_type: str, *, lease: timedelta | None = None, worker: str | None = None
+    ) -> Task | None:
         """Claim the next ready task of this stage type (it becomes IN_PROGRESS), or None.
 
+        `lease` (1 second to 7 days) is how long the claim holds without a heartbeat;
+        `worker` (1 to 100 characters) names the claimer on the task and its events.
         Never sent twice once it may have reached the manager: a claim whose answer was
-        lost would leave a task IN_PROGRESS with nobody running it.
+        lost would leave a task held by nobody until its lease ran out.
         """
         try:
             response = await self._http.request(
-                "PATCH", f"/v1/stages/{stage_type}/tasks/dequeue", claims=True
+                "PATCH",
+                f"/v1/stages/{stage_type}/tasks/dequeue",
+                params={
+                    "lease_seconds": seconds(lease) if lease is not None else None,
+                    "worker": worker,
+                },
+                claims=True,
             )
         except NotFoundError as exc:
             if exc.code == "TASK_NOT_FOUND":
@@ -31,18 +50,105 @@ class ConsumerCalls:
             raise
         return Task.model_validate(response.json())
 
-    async def complete(self, task_id: EntityId) -> Task:
-        """Report an IN_PROGRESS task COMPLETED."""
-        return await self._report(task_id, TaskStatus.COMPLETED)
+    async def claim(
+        self,
+        stage_types: str | Sequence[str],
+        *,
+        limit: int = 1,
+        lease: timedelta | None = None,
+        worker: str | None = None,
+    ) -> list[Task]:
+        """Claim up to `limit` (1 to 100) ready tasks of any of `stage_types` (1 to 20),
+        highest job priority first, then oldest; an empty list when none is ready.
 
-    async def fail(self, task_id: EntityId) -> Task:
-        """Report an IN_PROGRESS task FAILED. The manager offers it again (RETRIED) while
-        attempts remain, and fails it for good otherwise."""
-        return await self._report(task_id, TaskStatus.FAILED)
+        `lease` and `worker` as for `dequeue`, and like it never sent twice once it may
+        have reached the manager.
+        """
+        types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
+        body: dict[str, Any] = {"stageTypes": types, "limit": limit}
+        if lease is not None:
+            body["leaseSeconds"] = seconds(lease)
+        if worker is not None:
+            body["worker"] = worker
+        response = await self._http.request("POST", "/v1/tasks/claim", json=body, claims=True)
+        return [Task.model_validate(item) for item in response.json()["items"]]
 
-    async def _report(self, task_id: EntityId, status: TaskStatus) -> Task:
+    async def heartbeat(
+        self,
+        task_id: EntityId,
+        lease_id: EntityId,
+        *,
+        progress: int | None = None,
+        lease: timedelta | None = None,
+    ) -> Heartbeat:
+        """Extend the task's lease by `lease` (by default, the length it was taken for),
+        and record `progress` (0 to 100) on the task.
+
+        Raises LeaseLostError when the lease is no longer the task's. When the answer's
+        `cancel_requested` is True the task was aborted: stop, and do not report it.
+        """
+        body: dict[str, Any] = {"leaseId": str(lease_id)}
+        if progress is not None:
+            body["progress"] = progress
+        if lease is not None:
+            body["leaseSeconds"] = seconds(lease)
         response = await self._http.request(
-            "PUT", f"/v1/tasks/{task_id}/status", json={"status": status}
+            "POST", f"/v1/tasks/{task_id}/heartbeat", json=body, repeatable=True
+        )
+        return Heartbeat.model_validate(response.json())
+
+    async def complete(
+        self,
+        task_id: EntityId,
+        *,
+        lease_id: EntityId | None = None,
+        result: dict[str, Any] | None = None,
+    ) -> Task:
+        """Report an IN_PROGRESS task COMPLETED, with `result` (a JSON object) stored on it.
+
+        With `lease_id`, the report counts only while that lease holds (LeaseLostError
+        otherwise); repeating it for the same lease answers the task again.
+        """
+        return await self._report(TaskReport.completed(task_id, lease_id=lease_id, result=result))
+
+    async def fail(
+        self,
+        task_id: EntityId,
+        *,
+        lease_id: EntityId | None = None,
+        reason: str | None = None,
+        retryable: bool = True,
+    ) -> Task:
+        """Report an IN_PROGRESS task FAILED. The manager offers it again (RETRIED, after
+        its retry policy's delay) while attempts remain, and fails it for good otherwise,
+        or at once with `retryable=False`. `reason` (up to 2000 characters) is stored."""
+        report = TaskReport.failed(task_id, lease_id=lease_id, reason=reason, retryable=retryable)
+        return await self._report(report)
+
+    async def retry_later(
+        self,
+        task_id: EntityId,
+        *,
+        delay: timedelta,
+        lease_id: EntityId | None = None,
+        reason: str | None = None,
+    ) -> Task:
+        """Hand an IN_PROGRESS task back, to be offered again after `delay`, without
+        spending an attempt (it becomes RETRIED with `not_before` set)."""
+        report = TaskReport.retry_later(task_id, delay=delay, lease_id=lease_id, reason=reason)
+        return await self._report(report)
+
+    async def report_many(self, reports: Sequence[TaskReport]) -> list[ReportOutcome]:
+        """Settle up to 100 tasks in one call. Each report stands on its own: the answer
+        holds, in order, the task or the error of each (a refused report raises nothing
+        and undoes no other)."""
+        body = {"reports": [{"taskId": str(r.task_id), **r.body()} for r in reports]}
+        response = await self._http.request("POST", "/v1/tasks/reports", json=body, repeatable=True)
+        return [ReportOutcome.model_validate(item) for item in response.json()["items"]]
+
+    async def _report(self, report: TaskReport) -> Task:
+        response = await self._http.request(
+            "PUT", f"/v1/tasks/{report.task_id}/status", json=report.body()
         )
         return Task.model_validate(response.json())
 
@@ -50,16 +156,64 @@ class ConsumerCalls:
 class ConsumerClient(Protocol):
     """What a Worker needs from a client; JobnikClient and testing.FakeJobnik provide it."""
 
-    async def dequeue(self, stage_type: str) -> Task | None:
+    async def dequeue(
+        self, stage_type: str, *, lease: timedelta | None = None, worker: str | None = None
+    ) -> Task | None:
         """Claim the next ready task of the stage type, or None."""
         ...
 
-    async def complete(self, task_id: EntityId) -> Task:
+    async def claim(
+        self,
+        stage_types: str | Sequence[str],
+        *,
+        limit: int = 1,
+        lease: timedelta | None = None,
+        worker: str | None = None,
+    ) -> list[Task]:
+        """Claim up to `limit` ready tasks of the stage types."""
+        ...
+
+    async def heartbeat(
+        self,
+        task_id: EntityId,
+        lease_id: EntityId,
+        *,
+        progress: int | None = None,
+        lease: timedelta | None = None,
+    ) -> Heartbeat:
+        """Extend the task's lease; learn whether it was aborted."""
+        ...
+
+    async def complete(
+        self,
+        task_id: EntityId,
+        *,
+        lease_id: EntityId | None = None,
+        result: dict[str, Any] | None = None,
+    ) -> Task:
         """Report the task COMPLETED."""
         ...
 
-    async def fail(self, task_id: EntityId) -> Task:
+    async def fail(
+        self,
+        task_id: EntityId,
+        *,
+        lease_id: EntityId | None = None,
+        reason: str | None = None,
+        retryable: bool = True,
+    ) -> Task:
         """Report the task FAILED."""
+        ...
+
+    async def retry_later(
+        self,
+        task_id: EntityId,
+        *,
+        delay: timedelta,
+        lease_id: EntityId | None = None,
+        reason: str | None = None,
+    ) -> Task:
+        """Hand the task back to be offered again after `delay`."""
         ...
 
     async def get_job(self, job_id: EntityId, *, with_stages: bool = False) -> Job:

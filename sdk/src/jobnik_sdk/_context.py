@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +24,10 @@ class _TaskLogger(logging.LoggerAdapter[logging.Logger]):
 
 class TaskContext:
     """The claimed task with its job and stage, a logger that names the task, and
-    helpers that write the task's user metadata on the manager.
+    helpers that record progress and write the task's user metadata on the manager.
 
-    Workers build it for each task; tests build one with `testing.make_context`.
+    Workers build it for each task, with `on_progress` handing progress to the task's
+    heartbeat; tests build one with `testing.make_context`.
     """
 
     def __init__(
@@ -37,6 +38,7 @@ class TaskContext:
         stage: Stage,
         client: ConsumerClient,
         logger: logging.Logger | None = None,
+        on_progress: Callable[[int], None] | None = None,
     ) -> None:
         self.task = task
         self.job = job
@@ -46,6 +48,7 @@ class TaskContext:
             {"task_id": str(task.id), "job_id": str(job.id), "stage_type": stage.type},
         )
         self._client = client
+        self._on_progress = on_progress
         self._user_metadata: dict[str, Any] = dict(task.user_metadata)
 
     @property
@@ -65,8 +68,15 @@ class TaskContext:
         self._user_metadata = new
 
     async def update_progress(self, percentage: int, **details: Any) -> None:
-        """Record how far the handler got, as `progress` (0..100) in the task's user
-        metadata, along with any `details`; other metadata keys are kept."""
+        """Record how far the handler got (0..100).
+
+        In a Worker the percentage goes out with the task's next heartbeat, which is
+        sent early for it (within a second), and becomes the task's `progress`. It is
+        also written, as before, to the task's user metadata as `progress` along with
+        any `details`; other metadata keys are kept.
+        """
         if not 0 <= percentage <= 100:
             raise ValueError("progress is a percentage between 0 and 100")
+        if self._on_progress is not None:
+            self._on_progress(percentage)
         await self.set_user_metadata({**self._user_metadata, PROGRESS_KEY: percentage, **details})

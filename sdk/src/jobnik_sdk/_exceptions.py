@@ -1,4 +1,4 @@
-"""Errors raised by the SDK, and the one a handler raises to refuse further attempts.
+"""Errors raised by the SDK, and the ones a handler raises to steer its task's retries.
 
 JobnikError
 ├── TransportError               the manager was not reached, or did not answer in time
@@ -6,13 +6,17 @@ JobnikError
 │   ├── NotFoundError            404: JOB_NOT_FOUND, STAGE_NOT_FOUND, TASK_NOT_FOUND, ...
 │   ├── ValidationError          400 VALIDATION_ERROR: the request itself was malformed
 │   ├── IllegalTransitionError   400 ILLEGAL_*: not allowed in the entity's current status
-│   └── ConflictError            409: another party holds or changed the entity
+│   └── ConflictError            409: IDEMPOTENCY_KEY_REUSED, ...: the entity's state forbids it
+│       └── LeaseLostError       409 LEASE_LOST: the claim expired, or the task moved on
 ├── WaitTimeoutError             wait() gave up before the job finished (also a TimeoutError)
-└── NonRetryableError            raised by a handler: trying the task again cannot help
+├── NonRetryableError            raised by a handler: fail the task now, whatever attempts remain
+└── RetryLaterError              raised by a handler: offer the task again after `delay`,
+                                 without spending an attempt
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -52,7 +56,16 @@ class IllegalTransitionError(ApiError):
 
 
 class ConflictError(ApiError):
-    """409: the request conflicts with the entity's current holder or version."""
+    """409: the request conflicts with the entity's current state, e.g.
+    IDEMPOTENCY_KEY_REUSED (the key was first sent with another request)."""
+
+
+class LeaseLostError(ConflictError):
+    """409 LEASE_LOST: the lease a heartbeat or report named is no longer the task's.
+
+    It expired (the attempt then counts as failed), or the task was settled or claimed
+    again meanwhile. Whatever was sent under it changed nothing; stop working on it.
+    """
 
 
 class WaitTimeoutError(JobnikError, TimeoutError):
@@ -62,11 +75,25 @@ class WaitTimeoutError(JobnikError, TimeoutError):
 class NonRetryableError(JobnikError):
     """Raise from a handler when trying the task again cannot succeed (bad input, say).
 
-    The worker reports the task FAILED. Today the manager has no way to fail a task at
-    once, so it still offers the task again while attempts remain (set `maxAttempts` to 1
-    on such tasks); once the manager accepts `retryable: false` on a report, the worker
-    will send it and the task will fail at once.
+    The worker reports the task FAILED with `retryable: false`, so it fails at once
+    whatever attempts remain, with the error's message as its `reason`.
     """
+
+
+class RetryLaterError(JobnikError):
+    """Raise from a handler to have the task offered again after `delay`, without
+    spending one of its attempts (a rate limit, a resource not ready yet).
+
+    The worker reports it RETRIED with `retryAfterSeconds` and `reason`. The manager
+    takes delays of up to 7 days.
+    """
+
+    def __init__(self, delay: timedelta, reason: str | None = None) -> None:
+        if not timedelta(0) <= delay <= timedelta(days=7):
+            raise ValueError("a retry delay is between 0 and 7 days")
+        super().__init__(reason or f"retry in {delay}")
+        self.delay = delay
+        self.reason = reason
 
 
 def api_error(response: httpx.Response) -> ApiError:
@@ -81,7 +108,7 @@ def error_for(status_code: int, code: str, message: str) -> ApiError:
     if status_code == 404:
         cls = NotFoundError
     elif status_code == 409:
-        cls = ConflictError
+        cls = LeaseLostError if code == "LEASE_LOST" else ConflictError
     elif code.startswith("ILLEGAL_"):
         cls = IllegalTransitionError
     elif status_code == 400 and code == "VALIDATION_ERROR":

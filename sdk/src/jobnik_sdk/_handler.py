@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from ._context import TaskContext
@@ -16,17 +16,24 @@ from ._models import Task
 
 DataT_contra = TypeVar("DataT_contra", contravariant=True)
 
+# What a handler may return: the task's result, or nothing.
+HandlerResult = Mapping[str, Any] | BaseModel | None
+
 
 class Handler(Protocol[DataT_contra]):
     """`async def handle(data, ctx: TaskContext) -> None`, run once per claimed task.
 
     The annotation of `data` says what it receives: a pydantic model (or any type
     pydantic validates) gets the task's `data` validated into it; `Task` gets the
-    whole task; no annotation, `Any` or `dict` gets the raw `data`. Returning reports
-    the task COMPLETED; raising reports it FAILED.
+    whole task; no annotation, `Any` or `dict` gets the raw `data`.
+
+    Returning reports the task COMPLETED; a returned dict (or pydantic model, dumped
+    as JSON) is stored as the task's `result`. Raising reports it FAILED, and the
+    manager tries it again while attempts remain; NonRetryableError fails it at once,
+    RetryLaterError hands it back for later without spending an attempt.
     """
 
-    def __call__(self, data: DataT_contra, ctx: TaskContext, /) -> Awaitable[None]: ...
+    def __call__(self, data: DataT_contra, ctx: TaskContext, /) -> Awaitable[HandlerResult]: ...
 
 
 def data_binder(handler: Callable[..., Any], data_model: Any = None) -> Callable[[Task], Any]:

@@ -45,6 +45,8 @@ class Http:
         return str(self._client.base_url)
 
     def idempotency_key(self, explicit: str | None) -> str | None:
+        """The key for one create call: the caller's, or a fresh one when keys are
+        automatic. It is made once per call, so that every retry repeats it."""
         if explicit is not None:
             return explicit
         return str(uuid.uuid4()) if self._auto_keys else None
@@ -58,15 +60,22 @@ class Http:
         params: Mapping[str, ParamValue] | None = None,
         idempotency_key: str | None = None,
         claims: bool = False,
+        repeatable: bool = False,
     ) -> httpx.Response:
         """Send one call; return its response when it succeeded (2xx).
 
-        Raises TransportError when the manager was not reached, ApiError (or a
+        `idempotency_key` is sent as the `Idempotency-Key` header of every try of this
+        call. Raises TransportError when the manager was not reached, ApiError (or a
         subclass) when it answered with an error status.
         """
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         query = _query(params or {})
-        replay = replay_for(method, has_idempotency_key=bool(idempotency_key), claims=claims)
+        replay = replay_for(
+            method,
+            has_idempotency_key=bool(idempotency_key),
+            claims=claims,
+            repeatable=repeatable,
+        )
 
         async def send() -> httpx.Response:
             return await self._client.request(

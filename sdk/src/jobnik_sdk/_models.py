@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 from pydantic.alias_generators import to_camel
 
 
@@ -97,8 +97,57 @@ class Summary(_Wire):
     total: int = 0
 
 
+# The longest delay the manager accepts.
+_WEEK = timedelta(days=7)
+
+
+class TaskRetryPolicy(_Wire):
+    """How long a task waits before it is offered again after a failed attempt.
+
+    After the n-th failed attempt the manager holds the task back for
+    `min(initial_delay * multiplier ** (n - 1), max_delay)`. Set it on a task
+    (`NewTask.retry_policy`) or on a stage, whose policy its tasks get unless they bring
+    their own. Without one, a failed task is offered again at once. How many attempts a
+    task gets is its `max_attempts`, not part of the policy.
+
+    On the wire: `{"initialDelaySeconds", "multiplier", "maxDelaySeconds"}`.
+    """
+
+    initial_delay: timedelta = Field(alias="initialDelaySeconds", ge=timedelta(0), le=_WEEK)
+    multiplier: float = Field(default=2.0, ge=1, le=100)
+    max_delay: timedelta = Field(default=timedelta(hours=1), alias="maxDelaySeconds", le=_WEEK)
+
+    @model_validator(mode="after")
+    def _cap_above_start(self) -> Self:
+        if self.max_delay < self.initial_delay:
+            raise ValueError("max_delay must be at least initial_delay")
+        return self
+
+    @field_serializer("initial_delay", "max_delay")
+    def _as_seconds(self, value: timedelta) -> float:
+        return value.total_seconds()
+
+    def delay_after(self, failed_attempts: int) -> timedelta:
+        """The wait after the `failed_attempts`-th failed attempt (none before the first)."""
+        if failed_attempts < 1:
+            return timedelta(0)
+        cap = self.max_delay.total_seconds()
+        seconds = self.initial_delay.total_seconds()
+        for _ in range(failed_attempts - 1):
+            if seconds >= cap:
+                break
+            seconds *= self.multiplier
+        return timedelta(seconds=min(seconds, cap))
+
+
 class Task(_Wire):
-    """A unit of work. `attempts` counts the failed attempts so far."""
+    """A unit of work. `attempts` counts the failed attempts so far.
+
+    A claimed task carries its lease (`lease_id`, `lease_expires_at`) and the `worker`
+    that claimed it, if it gave a name. `reason` is the last failure's (or retry-later's),
+    `result` what a COMPLETED report sent, `progress` the last heartbeat's percentage,
+    and `not_before` when a task waiting out a retry delay may be claimed again.
+    """
 
     id: uuid.UUID
     stage_id: uuid.UUID
@@ -113,6 +162,15 @@ class Task(_Wire):
     end_time: datetime | None = None
     traceparent: str | None = None
     tracestate: str | None = None
+    # Not in the reference Jobnik API: absent there, hence the defaults.
+    lease_id: uuid.UUID | None = None
+    lease_expires_at: datetime | None = None
+    worker: str | None = None
+    not_before: datetime | None = None
+    reason: str | None = None
+    result: dict[str, Any] | None = None
+    progress: int | None = None
+    retry_policy: TaskRetryPolicy | None = None
 
 
 class Stage(_Wire):
@@ -130,6 +188,7 @@ class Stage(_Wire):
     traceparent: str | None = None
     tracestate: str | None = None
     tasks: list[Task] | None = None
+    retry_policy: TaskRetryPolicy | None = None
 
 
 class Job(_Wire):
@@ -159,18 +218,46 @@ class Page(_Wire, Generic[ItemT]):
     items: list[ItemT]
 
 
+class Event(_Wire):
+    """One status change of a job, a stage or a task, from the job's event history.
+
+    `entity` is JOB, STAGE or TASK; `from_status` is None when the entity was created.
+    Task events also carry `stage_id`, `task_id`, `attempt` (failed attempts so far),
+    `lease_id`, `worker` and `reason` where they apply.
+    """
+
+    id: int
+    time: datetime
+    entity: str
+    entity_id: uuid.UUID
+    job_id: uuid.UUID
+    stage_id: uuid.UUID | None = None
+    task_id: uuid.UUID | None = None
+    from_status: str | None = None
+    to_status: str
+    attempt: int | None = None
+    lease_id: uuid.UUID | None = None
+    worker: str | None = None
+    reason: str | None = None
+
+
 class NewTask(_Wire):
-    """A task to create: its data, and how many attempts it gets (the manager's default is 1)."""
+    """A task to create: its data, how many attempts it gets (the manager's default is 1),
+    and how long it waits between them (`retry_policy`; the stage's policy otherwise)."""
 
     data: dict[str, Any] = Field(default_factory=dict)
     user_metadata: dict[str, Any] | None = None
     max_attempts: int | None = Field(default=None, ge=1)
     traceparent: str | None = None
     tracestate: str | None = None
+    retry_policy: TaskRetryPolicy | None = None
 
 
 class NewStage(_Wire):
-    """A stage to create, optionally WAITING for approval and with its tasks."""
+    """A stage to create, optionally WAITING for approval and with its tasks.
+
+    `retry_policy` is the default for the stage's tasks that bring none of their own.
+    """
 
     type: str
     data: dict[str, Any] = Field(default_factory=dict)
@@ -179,11 +266,18 @@ class NewStage(_Wire):
     tasks: Sequence[NewTask] | None = None
     traceparent: str | None = None
     tracestate: str | None = None
+    retry_policy: TaskRetryPolicy | None = None
 
 
 def wire(spec: BaseModel) -> dict[str, Any]:
     """A spec as the manager expects it: camelCase, unset options left out."""
     return spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def seconds(duration: timedelta) -> int | float:
+    """A duration in seconds as the wire takes it: whole seconds as an int."""
+    value = duration.total_seconds()
+    return int(value) if value.is_integer() else value
 
 
 # Ids may be passed as UUIDs or as their string form.

@@ -9,6 +9,7 @@ from typing import Any
 from ._http import Http
 from ._models import (
     EntityId,
+    Event,
     Job,
     JobStatus,
     NewStage,
@@ -19,6 +20,7 @@ from ._models import (
     StageStatus,
     Summary,
     Task,
+    TaskRetryPolicy,
     TaskStatus,
     wire,
 )
@@ -47,7 +49,10 @@ class ProducerCalls:
     ) -> Job:
         """Create a job, optionally with its stages and their tasks in one transaction.
 
-        With `stages`, the returned job carries them (and their tasks).
+        With `stages`, the returned job carries them (and their tasks). Every create call
+        carries an `Idempotency-Key` (`idempotency_key`, or a fresh one per call when the
+        client's `auto_idempotency_keys` is on), so a retry after a lost answer returns
+        the first answer instead of creating the job twice.
         """
         body: dict[str, Any] = {"name": name, "data": dict(data or {}), "priority": priority}
         if user_metadata is not None:
@@ -74,10 +79,12 @@ class ProducerCalls:
         user_metadata: Mapping[str, Any] | None = None,
         traceparent: str | None = None,
         tracestate: str | None = None,
+        retry_policy: TaskRetryPolicy | None = None,
         idempotency_key: str | None = None,
     ) -> Stage:
         """Append a stage to a job. With `start_as_waiting` it stays WAITING after the
-        stage before it completes, until `approve_stage`."""
+        stage before it completes, until `approve_stage`. `retry_policy` is the default
+        of its tasks that bring none."""
         spec = NewStage(
             type=stage_type,
             data=dict(data or {}),
@@ -86,6 +93,7 @@ class ProducerCalls:
             user_metadata=dict(user_metadata) if user_metadata is not None else None,
             traceparent=traceparent,
             tracestate=tracestate,
+            retry_policy=retry_policy,
         )
         response = await self._http.request(
             "POST",
@@ -96,13 +104,19 @@ class ProducerCalls:
         return Stage.model_validate(response.json())
 
     async def add_tasks(
-        self, stage_id: EntityId, tasks: Sequence[NewTask], *, idempotency_key: str | None = None
+        self,
+        stage_id: EntityId,
+        tasks: Sequence[NewTask],
+        *,
+        retry_policy: TaskRetryPolicy | None = None,
+        idempotency_key: str | None = None,
     ) -> list[Task]:
-        """Add tasks to a CREATED, WAITING or PENDING stage."""
+        """Add tasks to a CREATED, WAITING or PENDING stage. `retry_policy` goes to each
+        task that brings none (and those get the stage's policy without it)."""
         response = await self._http.request(
             "POST",
             f"/v1/stages/{stage_id}/tasks",
-            json=[wire(task) for task in tasks],
+            json=[wire(task) for task in with_retry_policy(tasks, retry_policy)],
             idempotency_key=self._http.idempotency_key(idempotency_key),
         )
         return [Task.model_validate(item) for item in response.json()]
@@ -269,6 +283,20 @@ class ProducerCalls:
         )
         return Page[Task].model_validate(response.json())
 
+    async def list_events(
+        self, job_id: EntityId, *, page: int = 1, page_size: int = 10
+    ) -> Page[Event]:
+        """One page (up to 1000) of the job's event history: every status change of the
+        job, its stages and its tasks, oldest first."""
+        response = await self._http.request(
+            "GET", f"/v1/jobs/{job_id}/events", params={"page": page, "page_size": page_size}
+        )
+        return Page[Event].model_validate(response.json())
+
+    def iter_events(self, job_id: EntityId, *, page_size: int = 100) -> AsyncIterator[Event]:
+        """The job's whole event history, oldest first, fetched page by page."""
+        return iterate_pages(lambda page: self.list_events(job_id, page=page, page_size=page_size))
+
     def iter_jobs(
         self,
         *,
@@ -357,6 +385,16 @@ class ProducerCalls:
             timeout=timeout,
             on_progress=on_progress,
         )
+
+
+def with_retry_policy(tasks: Sequence[NewTask], policy: TaskRetryPolicy | None) -> list[NewTask]:
+    """The tasks, each that has no retry policy of its own given `policy`."""
+    if policy is None:
+        return list(tasks)
+    return [
+        task if task.retry_policy is not None else task.model_copy(update={"retry_policy": policy})
+        for task in tasks
+    ]
 
 
 def _trace(traceparent: str | None, tracestate: str | None) -> dict[str, str]:

@@ -3,8 +3,10 @@
 Only failures that may pass are retried: connection errors, timeouts, and 502/503/504
 from a proxy or a manager that is starting or overloaded. Any other answer, 4xx above
 all, is final. A request whose repetition could do something twice is retried only
-when it surely never reached the server: a POST without an `Idempotency-Key`, and the
-dequeue PATCH, which claims a task that a lost answer would strand IN_PROGRESS.
+when it surely never reached the server: a POST without an `Idempotency-Key` (unless
+the call is harmless to repeat by nature, as a heartbeat is), and a claim (the dequeue
+PATCH, the batch claim POST), which takes tasks that a lost answer would leave held by
+nobody until their lease runs out.
 """
 
 from __future__ import annotations
@@ -62,12 +64,15 @@ class Replay(Enum):
     UNSENT_ONLY = "unsent_only"  # only if it surely never reached the server
 
 
-def replay_for(method: str, *, has_idempotency_key: bool, claims: bool) -> Replay:
-    """GET, PUT, PATCH and DELETE repeat safely; a POST only with an idempotency key;
-    a claim (the dequeue PATCH) never once it may have been received."""
+def replay_for(
+    method: str, *, has_idempotency_key: bool, claims: bool, repeatable: bool = False
+) -> Replay:
+    """GET, PUT, PATCH and DELETE repeat safely; a POST only with an idempotency key or
+    when it is `repeatable` by nature (a heartbeat, a batch of reports, which settle
+    nothing twice); a claim never once it may have been received."""
     if claims:
         return Replay.UNSENT_ONLY
-    if method.upper() == "POST" and not has_idempotency_key:
+    if method.upper() == "POST" and not (has_idempotency_key or repeatable):
         return Replay.UNSENT_ONLY
     return Replay.IDEMPOTENT
 

@@ -4,34 +4,40 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from ._attempt import Attempt
 from ._backoff import Backoff
 from ._client import JobnikClient
 from ._consumer import ConsumerClient
 from ._context import TaskContext
-from ._exceptions import (
-    ApiError,
-    IllegalTransitionError,
-    NonRetryableError,
-    NotFoundError,
-    TransportError,
-)
+from ._exceptions import ApiError, TransportError
 from ._handler import Handler, data_binder
-from ._models import EntityId, Task
+from ._models import Task
+from ._wakeup import Wakeups
 
 DataT = TypeVar("DataT")
 
 DEFAULT_POLL_BACKOFF = Backoff(
     initial=timedelta(milliseconds=250), maximum=timedelta(seconds=5), jitter=0.3
 )
+# What one batch claim may ask for, by the manager's limits.
+MAX_CLAIM = 100
+MAX_CLAIM_TYPES = 20
+
+
+def default_worker_name() -> str:
+    """`<hostname>-<pid>`: tells the worker apart on tasks and in the event history."""
+    return f"{socket.gethostname()}-{os.getpid()}"[-100:]
 
 
 class Worker(Generic[DataT]):
@@ -41,16 +47,38 @@ class Worker(Generic[DataT]):
     SIGTERM/SIGINT when run in the main thread (`handle_signals=False` leaves signals
     alone). `async with Worker(...)` runs it in the background for the block's length.
 
-    A handler that returns reports the task COMPLETED; one that raises reports it
-    FAILED and the manager decides whether it is tried again. NonRetryableError (and
-    data that does not validate) is reported FAILED too: the manager cannot yet be told
-    to fail at once, so give such tasks `maxAttempts` 1 until it can.
+    Claims: one batch claim (`claim`) asks for as many tasks as there are free slots,
+    of all the worker's stage types at once (in groups of 20, taken in turn), so the
+    manager's order holds across them: highest job priority, then oldest. When nothing
+    is ready the worker polls again after `poll_backoff`'s growing, jittered delays;
+    after a claim it claims again at once.
 
-    When a queue is empty the worker polls again after `poll_backoff`'s growing,
-    jittered delays; after a claim it claims again at once. On shutdown it stops
-    claiming and waits up to `shutdown_grace` for running tasks; handlers still running
-    then are cancelled and their tasks reported FAILED, so no claimed task is left
-    IN_PROGRESS. A report that cannot get through is retried for up to `report_timeout`.
+    Leases: each claim takes a `lease`, which a heartbeat renews every
+    `heartbeat_interval` while the handler runs (and sooner, within a second, to carry
+    `ctx.update_progress`). When a heartbeat answers that the task was aborted, or that
+    its lease was lost (it ran out, say, while the worker could not reach the manager),
+    the handler is cancelled (`asyncio.CancelledError` inside it) and the task is
+    dropped without a report. `name` goes with each claim, onto the task and its events.
+
+    Reports, each under the task's lease: a handler that returns reports the task
+    COMPLETED, with its returned dict (or pydantic model) as the task's `result`; one
+    that raises reports it FAILED with `"<ExceptionType>: <message>"` as the reason, and
+    the manager decides whether it is tried again; NonRetryableError (and data that
+    does not validate) fails it at once, with the error's message as the reason;
+    RetryLaterError hands it back for `delay` without spending an attempt. A report
+    that cannot get through is retried for up to `report_timeout`.
+
+    Wake-ups: given `amqp_url` (needs the `amqp` extra), the worker listens on a
+    durable queue per stage type, `jobnik.tasks.<stageType>`, bound to the exchange
+    `jobnik` with key `task.ready.<stageType>`. A message only wakes it: it is acked at
+    once and the worker claims until nothing is left. While the broker is reachable an
+    idle worker claims again only when woken, or every `safety_poll` in case a message
+    was lost; while it is not, the worker polls with `poll_backoff` as without one.
+
+    On shutdown the worker stops claiming and waits up to `shutdown_grace` for running
+    tasks (heartbeating them meanwhile); handlers still running then are cancelled and
+    their tasks reported FAILED ("worker shut down"), so no claimed task waits for its
+    lease to run out.
     """
 
     def __init__(
@@ -64,6 +92,11 @@ class Worker(Generic[DataT]):
         poll_backoff: Backoff = DEFAULT_POLL_BACKOFF,
         shutdown_grace: timedelta = timedelta(seconds=30),
         report_timeout: timedelta = timedelta(minutes=5),
+        lease: timedelta = timedelta(seconds=30),
+        heartbeat_interval: timedelta = timedelta(seconds=10),
+        name: str | None = None,
+        amqp_url: str | None = None,
+        safety_poll: timedelta = timedelta(seconds=30),
         handle_signals: bool = True,
         logger: logging.Logger | None = None,
     ) -> None:
@@ -74,9 +107,22 @@ class Worker(Generic[DataT]):
             raise ValueError("concurrency must be at least 1")
         if shutdown_grace < timedelta(0):
             raise ValueError("shutdown_grace cannot be negative")
+        if not timedelta(seconds=1) <= lease <= timedelta(days=7):
+            raise ValueError("lease must be between 1 second and 7 days")
+        if not timedelta(0) < heartbeat_interval < lease:
+            raise ValueError("heartbeat_interval must be positive and shorter than lease")
+        name = default_worker_name() if name is None else name
+        if not 1 <= len(name) <= 100:
+            raise ValueError("a worker's name has 1 to 100 characters")
         self._owns_client = isinstance(client, str)
         self._client: ConsumerClient = JobnikClient(client) if isinstance(client, str) else client
         self._stage_types = types
+        self._type_groups = [
+            types[i : i + MAX_CLAIM_TYPES] for i in range(0, len(types), MAX_CLAIM_TYPES)
+        ]
+        self._lease = lease
+        self._heartbeat_interval = heartbeat_interval
+        self._name = name
         self._handler = handler
         self._bind = data_binder(handler, data_model)
         self._concurrency = concurrency
@@ -84,6 +130,8 @@ class Worker(Generic[DataT]):
         self._grace = shutdown_grace
         self._report_timeout = report_timeout
         self._handle_signals = handle_signals
+        self._safety_poll = safety_poll
+        self._wakeups = Wakeups(amqp_url, types, logger=logger) if amqp_url else None
         self._log = logger or logging.getLogger("jobnik_sdk.worker")
 
         self._slots = asyncio.Semaphore(concurrency)
@@ -92,14 +140,19 @@ class Worker(Generic[DataT]):
         self._stop_requested_at: float | None = None
         self._started = False
         self._runners: set[asyncio.Task[None]] = set()
-        self._handlers: set[asyncio.Task[None]] = set()
-        self._next_type = 0
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self._next_group = 0
         self._background: asyncio.Task[None] | None = None
 
     @property
     def stage_types(self) -> list[str]:
         """The stage types this worker claims."""
         return list(self._stage_types)
+
+    @property
+    def name(self) -> str:
+        """The name this worker claims under."""
+        return self._name
 
     @property
     def in_flight(self) -> int:
@@ -115,7 +168,16 @@ class Worker(Generic[DataT]):
         self._started = True
         remove_signal_handlers = self._install_signal_handlers()
         self._log.info(
-            "worker started: stage types %s, concurrency %d", self._stage_types, self._concurrency
+            "worker %s started: stage types %s, concurrency %d, lease %s",
+            self._name,
+            self._stage_types,
+            self._concurrency,
+            self._lease,
+        )
+        listener = (
+            asyncio.create_task(self._wakeups.run(), name="jobnik-worker-wakeups")
+            if self._wakeups
+            else None
         )
         poller = asyncio.create_task(self._poll(), name="jobnik-worker-poll")
         try:
@@ -134,6 +196,10 @@ class Worker(Generic[DataT]):
                 raise
             await self._drain()
         finally:
+            if listener is not None:
+                listener.cancel()
+                with suppress(asyncio.CancelledError):
+                    await listener
             remove_signal_handlers()
             if self._owns_client:
                 await self._client.aclose()
@@ -233,20 +299,33 @@ class Worker(Generic[DataT]):
         while not self._stopping.is_set():
             if not await self._acquire_slot():
                 return
+            free = 1
+            # Free slots are taken without waiting, so one claim asks for all of them.
+            while free < MAX_CLAIM and not self._slots.locked():
+                await self._slots.acquire()
+                free += 1
+            if self._wakeups:
+                # Cleared before claiming: a wake-up that lands during the claim is kept.
+                self._wakeups.event.clear()
             try:
-                task = await self._claim()
+                tasks = await self._claim(free)
             except BaseException:
-                self._slots.release()
+                self._release(free)
                 raise
-            if task is None:
-                self._slots.release()
+            self._release(free - len(tasks))
+            if not tasks:
                 idle_steps += 1
-                await self._sleep(self._poll_backoff.delay(idle_steps))
+                await self._idle(idle_steps)
                 continue
             idle_steps = 0
-            runner = asyncio.create_task(self._run_task(task), name=f"jobnik-task-{task.id}")
-            self._runners.add(runner)
-            runner.add_done_callback(self._runners.discard)
+            for task in tasks:
+                runner = asyncio.create_task(self._run_task(task), name=f"jobnik-task-{task.id}")
+                self._runners.add(runner)
+                runner.add_done_callback(self._runners.discard)
+
+    def _release(self, slots: int) -> None:
+        for _ in range(slots):
+            self._slots.release()
 
     async def _acquire_slot(self) -> bool:
         """Wait for a free slot, or for shutdown (False)."""
@@ -268,21 +347,42 @@ class Worker(Generic[DataT]):
             return False
         return got
 
-    async def _claim(self) -> Task | None:
-        """One claim attempt per stage type, starting after the type served last."""
-        count = len(self._stage_types)
+    async def _claim(self, limit: int) -> list[Task]:
+        """One claim per group of stage types until one yields tasks, starting after
+        the group served last."""
+        count = len(self._type_groups)
         for offset in range(count):
-            index = (self._next_type + offset) % count
-            stage_type = self._stage_types[index]
+            index = (self._next_group + offset) % count
+            group = self._type_groups[index]
             try:
-                task = await self._client.dequeue(stage_type)
+                tasks = await self._client.claim(
+                    group, limit=limit, lease=self._lease, worker=self._name
+                )
             except (TransportError, ApiError) as exc:
-                self._log.warning("claiming a %r task failed: %s", stage_type, exc)
+                self._log.warning("claiming %s tasks failed: %s", group, exc)
                 continue
-            if task is not None:
-                self._next_type = (index + 1) % count
-                return task
-        return None
+            if tasks:
+                self._next_group = (index + 1) % count
+                return tasks
+        return []
+
+    async def _idle(self, idle_steps: int) -> None:
+        """Nothing to claim: wait for a wake-up (or the slow safety poll) while the
+        broker is there, else poll with the backoff."""
+        if self._wakeups is None or not self._wakeups.connected:
+            await self._sleep(self._poll_backoff.delay(idle_steps))
+            return
+        stop = asyncio.create_task(self._stopping.wait())
+        woken = asyncio.create_task(self._wakeups.event.wait())
+        try:
+            await asyncio.wait(
+                {stop, woken},
+                timeout=self._safety_poll.total_seconds(),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            stop.cancel()
+            woken.cancel()
 
     async def _sleep(self, delay: timedelta) -> None:
         with suppress(TimeoutError):
@@ -292,64 +392,49 @@ class Worker(Generic[DataT]):
 
     async def _run_task(self, task: Task) -> None:
         try:
-            invocation = asyncio.create_task(self._invoke(task), name=f"jobnik-handler-{task.id}")
+            attempt = Attempt(
+                self._client,
+                task,
+                lease=self._lease,
+                heartbeat_interval=self._heartbeat_interval,
+                report_timeout=self._report_timeout,
+                backoff=self._poll_backoff,
+                log=self._log,
+            )
+            invocation = asyncio.create_task(
+                self._invoke(task, attempt), name=f"jobnik-handler-{task.id}"
+            )
             self._handlers.add(invocation)
+            keeper = asyncio.create_task(
+                attempt.keep_lease(invocation), name=f"jobnik-lease-{task.id}"
+            )
             try:
                 await asyncio.wait({invocation})
             finally:
                 self._handlers.discard(invocation)
-            await self._report(task, self._succeeded(task, invocation))
+                keeper.cancel()
+                await asyncio.wait({keeper})
+            if attempt.dropped is None:
+                outcome = attempt.outcome(invocation, shutting_down=self._stopping.is_set())
+                await attempt.report(outcome)
         except Exception:
             self._log.exception("unexpected error while running task %s", task.id)
         finally:
             self._slots.release()
 
-    async def _invoke(self, task: Task) -> None:
+    async def _invoke(self, task: Task, attempt: Attempt) -> Any:
         stage = await self._client.get_stage(task.stage_id)
         job = await self._client.get_job(stage.job_id)
-        ctx = TaskContext(task=task, job=job, stage=stage, client=self._client)
+        ctx = TaskContext(
+            task=task,
+            job=job,
+            stage=stage,
+            client=self._client,
+            on_progress=attempt.record_progress,
+        )
         data = self._bind(task)
         ctx.logger.info("started (attempt %d of %d)", ctx.attempt, task.max_attempts)
         began = time.monotonic()
-        await self._handler(data, ctx)
+        result = await self._handler(data, ctx)
         ctx.logger.info("done in %.2fs", time.monotonic() - began)
-
-    def _succeeded(self, task: Task, invocation: asyncio.Task[None]) -> bool:
-        if invocation.cancelled():
-            return False
-        exc = invocation.exception()
-        if exc is None:
-            return True
-        where = f"task {task.id} (attempt {task.attempts + 1} of {task.max_attempts})"
-        if isinstance(exc, NonRetryableError):
-            self._log.error("%s failed and must not be retried: %s", where, exc)
-        else:
-            self._log.error("%s failed", where, exc_info=exc)
-        return False
-
-    async def _report(self, task: Task, succeeded: bool) -> None:
-        report: Callable[[EntityId], Awaitable[Task]] = (
-            self._client.complete if succeeded else self._client.fail
-        )
-        outcome = "COMPLETED" if succeeded else "FAILED"
-        deadline = time.monotonic() + self._report_timeout.total_seconds()
-        step = 0
-        while True:
-            try:
-                await report(task.id)
-                return
-            except (IllegalTransitionError, NotFoundError) as exc:
-                # Its job was aborted or deleted meanwhile, or an earlier try of this
-                # very report got through before its answer was lost.
-                self._log.warning("task %s could not be reported %s: %s", task.id, outcome, exc)
-                return
-            except (TransportError, ApiError) as exc:
-                final = isinstance(exc, ApiError) and exc.status_code < 500
-                step += 1
-                if final or time.monotonic() >= deadline:
-                    self._log.error("giving up reporting task %s %s: %s", task.id, outcome, exc)
-                    return
-                self._log.warning(
-                    "reporting task %s %s failed: %s; retrying", task.id, outcome, exc
-                )
-                await asyncio.sleep(self._poll_backoff.delay(step).total_seconds())
+        return result

@@ -33,4 +33,7 @@ def build_worker(settings: WorkerSettings, client: ConsumerClient) -> Worker[Any
         concurrency=settings.concurrency,
         poll_backoff=settings.poll_backoff,
         shutdown_grace=settings.shutdown_grace,
+        lease=settings.lease,
+        heartbeat_interval=settings.heartbeat_interval,
+        name=settings.name,
     )

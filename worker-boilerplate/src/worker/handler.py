@@ -33,12 +33,16 @@ class Tile(BaseModel):
         return self
 
 
-async def render_tile(tile: Tile, ctx: TaskContext) -> None:
-    """Render one tile. Returning marks the task COMPLETED; raising marks it FAILED.
+async def render_tile(tile: Tile, ctx: TaskContext) -> dict[str, str]:
+    """Render one tile. Returning marks the task COMPLETED, with what it returns as the
+    task's `result`; raising marks it FAILED (see the README for the errors that steer
+    retries: NonRetryableError, RetryLaterError).
 
     The worker validates the task's data into `Tile` before calling this; data that
     does not fit fails the task without calling it.
     """
-    ctx.logger.info("rendering tile %d/%d/%d", tile.zoom, tile.x, tile.y)
+    name = f"{tile.zoom}/{tile.x}/{tile.y}"
+    ctx.logger.info("rendering tile %s", name)
     await asyncio.sleep(RENDER_SECONDS)
-    await ctx.update_progress(100, tile=f"{tile.zoom}/{tile.x}/{tile.y}")
+    await ctx.update_progress(100, tile=name)
+    return {"tile": name}

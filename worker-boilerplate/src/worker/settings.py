@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jobnik_sdk import Backoff
@@ -26,6 +27,24 @@ class WorkerSettings(BaseSettings):
         description="The handler to run, as 'module:function'",
     )
     concurrency: int = Field(default=1, ge=1, description="Tasks run at the same time")
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="Names the worker on its tasks and events; default <hostname>-<pid>",
+    )
+    lease_seconds: float = Field(
+        default=30.0,
+        ge=1,
+        le=7 * 24 * 3600,
+        description="How long a claim holds without a heartbeat; a worker that dies "
+        "unannounced has its tasks offered again this long after its last heartbeat",
+    )
+    heartbeat_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="How often a running task's lease is renewed; less than the lease",
+    )
     shutdown_grace_seconds: float = Field(
         default=30.0,
         ge=0,
@@ -43,6 +62,12 @@ class WorkerSettings(BaseSettings):
             raise ValueError("name at least one stage type")
         return value
 
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> Self:
+        if self.heartbeat_seconds >= self.lease_seconds:
+            raise ValueError("WORKER_HEARTBEAT_SECONDS must be less than WORKER_LEASE_SECONDS")
+        return self
+
     @property
     def stage_types(self) -> list[str]:
         return [part.strip() for part in self.stage_type.split(",") if part.strip()]
@@ -50,6 +75,14 @@ class WorkerSettings(BaseSettings):
     @property
     def shutdown_grace(self) -> timedelta:
         return timedelta(seconds=self.shutdown_grace_seconds)
+
+    @property
+    def lease(self) -> timedelta:
+        return timedelta(seconds=self.lease_seconds)
+
+    @property
+    def heartbeat_interval(self) -> timedelta:
+        return timedelta(seconds=self.heartbeat_seconds)
 
     @property
     def request_timeout(self) -> timedelta:

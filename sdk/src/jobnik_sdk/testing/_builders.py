@@ -54,8 +54,9 @@ def make_context(
     stage = job.stages[0]
     task = stage.tasks[0]
     task.attempts = attempts
-    claimed = fake.state.claim(stage_type)
-    assert claimed is task, "another task of this stage type was ready in the given client"
+    claimed = fake.state.claim([stage_type])
+    if not claimed or claimed[0] is not task:
+        raise ValueError(f"another {stage_type!r} task was ready in the given client")
     return TaskContext(
         task=task.model(),
         job=job.model(),

@@ -1,13 +1,17 @@
-"""FakeJobnik: JobnikClient's producer and consumer calls, served from memory."""
+"""FakeJobnik: JobnikClient's calls served from memory (its consumer half is in
+`_fake_consumer.py`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from .._exceptions import error_for
 from .._models import (
     EntityId,
+    Event,
     Job,
     JobStatus,
     NewStage,
@@ -18,33 +22,52 @@ from .._models import (
     StageStatus,
     Summary,
     Task,
+    TaskRetryPolicy,
     TaskStatus,
+    wire,
 )
 from .._pages import iterate_pages
+from .._producer import with_retry_policy
 from .._waiting import ProgressCallback, wait_for_job
+from ._fake_consumer import FakeConsumerCalls
 from ._rows import JobRow, StageRow, TaskRow, invalid, parse_id
-from ._state import State
+from ._work import State
 
 RowT = TypeVar("RowT", JobRow, StageRow, TaskRow)
+AnswerT = TypeVar("AnswerT")
 
 
-class FakeJobnik:
+class FakeJobnik(FakeConsumerCalls):
     """An in-memory stand-in for a manager and a JobnikClient, for unit tests.
 
     It has JobnikClient's calls with the same arguments, answers and errors, and
     follows the manager's rules for the common path: stage order and approval, claims
-    by priority then age, reports with retries while attempts remain, stage and job
-    completion or failure, pause, resume, abort and delete. Nothing is persisted and
-    nothing leaves the process; pass it to a Worker in place of a client.
+    by priority then age with leases, heartbeats (which tell of an abort), reports with
+    retries while attempts remain (after the retry policy's delay), retry-later and
+    non-retryable failures, leases that expire into failed attempts, stage and job
+    completion or failure, pause, resume, abort and delete, the event history, and
+    idempotency keys on creates. Nothing is persisted and nothing leaves the process;
+    pass it to a Worker in place of a client.
+
+    Its clock is the real one; `advance` moves it on, to let leases and retry delays
+    run out without waiting.
     """
 
     def __init__(self) -> None:
         self.state = State()
         self.closed = False
+        self._answers: dict[str, tuple[str, Any]] = {}
 
     async def aclose(self) -> None:
         """Mark the fake closed; it keeps working, so tests can inspect it afterwards."""
         self.closed = True
+
+    def advance(self, by: timedelta) -> None:
+        """Move the fake's clock forward by `by`: leases and retry delays that end
+        before then have run out."""
+        if by < timedelta(0):
+            raise ValueError("the clock only moves forward")
+        self.state.skew += by
 
     # ---- producer -----------------------------------------------------------------------
 
@@ -61,16 +84,30 @@ class FakeJobnik:
         idempotency_key: str | None = None,
     ) -> Job:
         """As JobnikClient.create_job."""
-        row = self.state.create_job(
+        request = [
+            "create_job",
             name,
-            data or {},
-            priority=priority,
-            user_metadata=user_metadata,
-            stages=stages or (),
-            traceparent=traceparent,
-            tracestate=tracestate,
-        )
-        return row.model(with_stages=bool(stages), with_tasks=bool(stages))
+            dict(data or {}),
+            Priority(priority),
+            dict(user_metadata) if user_metadata is not None else None,
+            [wire(stage) for stage in stages or ()],
+            traceparent,
+            tracestate,
+        ]
+
+        def create() -> Job:
+            row = self.state.create_job(
+                name,
+                data or {},
+                priority=priority,
+                user_metadata=user_metadata,
+                stages=stages or (),
+                traceparent=traceparent,
+                tracestate=tracestate,
+            )
+            return row.model(with_stages=bool(stages), with_tasks=bool(stages))
+
+        return self._once(idempotency_key, request, create)
 
     async def add_stage(
         self,
@@ -83,6 +120,7 @@ class FakeJobnik:
         user_metadata: Mapping[str, Any] | None = None,
         traceparent: str | None = None,
         tracestate: str | None = None,
+        retry_policy: TaskRetryPolicy | None = None,
         idempotency_key: str | None = None,
     ) -> Stage:
         """As JobnikClient.add_stage."""
@@ -94,14 +132,52 @@ class FakeJobnik:
             user_metadata=dict(user_metadata) if user_metadata is not None else None,
             traceparent=traceparent,
             tracestate=tracestate,
+            retry_policy=retry_policy,
         )
-        return self.state.add_stage(job_id, spec).model(with_tasks=bool(tasks))
+        return self._once(
+            idempotency_key,
+            ["add_stage", str(parse_id(job_id)), wire(spec)],
+            lambda: self.state.add_stage(job_id, spec).model(with_tasks=bool(tasks)),
+        )
 
     async def add_tasks(
-        self, stage_id: EntityId, tasks: Sequence[NewTask], *, idempotency_key: str | None = None
+        self,
+        stage_id: EntityId,
+        tasks: Sequence[NewTask],
+        *,
+        retry_policy: TaskRetryPolicy | None = None,
+        idempotency_key: str | None = None,
     ) -> list[Task]:
         """As JobnikClient.add_tasks."""
-        return [row.model() for row in self.state.add_tasks(stage_id, tasks)]
+        specs = with_retry_policy(tasks, retry_policy)
+        answer = self._once(
+            idempotency_key,
+            ["add_tasks", str(parse_id(stage_id)), [wire(spec) for spec in specs]],
+            lambda: [row.model() for row in self.state.add_tasks(stage_id, specs)],
+        )
+        return list(answer)
+
+    def _once(self, key: str | None, request: list[Any], create: Callable[[], AnswerT]) -> AnswerT:
+        """Create once per idempotency key; a repeat of the same request gets the first
+        answer again, another request under the same key a 409."""
+        if key is None:
+            return create()
+        if not 1 <= len(key) <= 255 or not all(33 <= ord(c) <= 126 for c in key):
+            raise invalid("Idempotency-Key: 1 to 255 visible ASCII characters")
+        fingerprint = json.dumps(request, sort_keys=True, default=str)
+        seen = self._answers.get(key)
+        if seen is not None:
+            if seen[0] != fingerprint:
+                raise error_for(
+                    409,
+                    "IDEMPOTENCY_KEY_REUSED",
+                    "This Idempotency-Key was already used for a different request",
+                )
+            answer: AnswerT = seen[1]
+            return answer
+        answer = create()
+        self._answers[key] = (fingerprint, answer)
+        return answer
 
     async def approve_stage(self, stage_id: EntityId) -> None:
         """As JobnikClient.approve_stage."""
@@ -163,6 +239,21 @@ class FakeJobnik:
         """As JobnikClient.get_task."""
         return self.state.task(task_id).model()
 
+    async def list_events(
+        self, job_id: EntityId, *, page: int = 1, page_size: int = 10
+    ) -> Page[Event]:
+        """As JobnikClient.list_events."""
+        job = self.state.job(job_id)
+        if page < 1 or not 1 <= page_size <= 1000:
+            raise invalid("page must be >= 1 and page_size between 1 and 1000")
+        events = self.state.events.of_job(job.id)
+        start = (page - 1) * page_size
+        return Page[Event](total=len(events), items=events[start : start + page_size])
+
+    def iter_events(self, job_id: EntityId, *, page_size: int = 100) -> AsyncIterator[Event]:
+        """As JobnikClient.iter_events."""
+        return iterate_pages(lambda page: self.list_events(job_id, page=page, page_size=page_size))
+
     async def list_jobs(
         self,
         *,
@@ -175,6 +266,7 @@ class FakeJobnik:
         page_size: int = 10,
     ) -> Page[Job]:
         """As JobnikClient.list_jobs."""
+        self.state.reap()
         rows = [
             j
             for j in self.state.jobs.values()
@@ -195,6 +287,7 @@ class FakeJobnik:
         page_size: int = 10,
     ) -> Page[Stage]:
         """As JobnikClient.list_stages."""
+        self.state.reap()
         wanted_job = parse_id(job_id) if job_id is not None else None
         rows = [
             st
@@ -217,6 +310,7 @@ class FakeJobnik:
         page_size: int = 10,
     ) -> Page[Task]:
         """As JobnikClient.list_tasks."""
+        self.state.reap()
         wanted_stage = parse_id(stage_id) if stage_id is not None else None
         rows = [
             t
@@ -312,21 +406,6 @@ class FakeJobnik:
             timeout=timeout,
             on_progress=on_progress,
         )
-
-    # ---- consumer -----------------------------------------------------------------------
-
-    async def dequeue(self, stage_type: str) -> Task | None:
-        """As JobnikClient.dequeue."""
-        row = self.state.claim(stage_type)
-        return row.model() if row is not None else None
-
-    async def complete(self, task_id: EntityId) -> Task:
-        """As JobnikClient.complete."""
-        return self.state.report(task_id, TaskStatus.COMPLETED).model()
-
-    async def fail(self, task_id: EntityId) -> Task:
-        """As JobnikClient.fail."""
-        return self.state.report(task_id, TaskStatus.FAILED).model()
 
 
 def _in_window(moment: datetime, start: datetime | None, end: datetime | None) -> bool:

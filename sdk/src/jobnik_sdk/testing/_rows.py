@@ -17,6 +17,7 @@ from .._models import (
     StageStatus,
     Summary,
     Task,
+    TaskRetryPolicy,
     TaskStatus,
 )
 
@@ -44,6 +45,15 @@ class TaskRow:
     end_time: datetime | None = None
     traceparent: str | None = None
     tracestate: str | None = None
+    retry_policy: TaskRetryPolicy | None = None
+    lease_id: uuid.UUID | None = None
+    lease_expires_at: datetime | None = None
+    lease_seconds: float | None = None
+    worker: str | None = None
+    progress: int | None = None
+    not_before: datetime | None = None
+    reason: str | None = None
+    result: dict[str, Any] | None = None
 
     def model(self) -> Task:
         return Task(
@@ -60,6 +70,14 @@ class TaskRow:
             end_time=self.end_time,
             traceparent=self.traceparent,
             tracestate=self.tracestate,
+            retry_policy=self.retry_policy,
+            lease_id=self.lease_id,
+            lease_expires_at=self.lease_expires_at,
+            worker=self.worker,
+            progress=self.progress,
+            not_before=self.not_before,
+            reason=self.reason,
+            result=dict(self.result) if self.result is not None else None,
         )
 
 
@@ -77,6 +95,7 @@ class StageRow:
     creation_time: datetime = field(default_factory=now)
     traceparent: str | None = None
     tracestate: str | None = None
+    retry_policy: TaskRetryPolicy | None = None
 
     def summary(self) -> Summary:
         counts = {status: 0 for status in TaskStatus}
@@ -108,6 +127,7 @@ class StageRow:
             traceparent=self.traceparent,
             tracestate=self.tracestate,
             tasks=[t.model() for t in self.tasks] if with_tasks else None,
+            retry_policy=self.retry_policy,
         )
 
 
@@ -170,6 +190,14 @@ def illegal(entity: str, current: str, target: str) -> ApiError:
 
 def refused(message: str, code: str) -> ApiError:
     return error_for(400, code, message)
+
+
+def lease_lost() -> ApiError:
+    return error_for(
+        409,
+        "LEASE_LOST",
+        "The lease is no longer held: it expired, or the task was reclaimed or settled",
+    )
 
 
 def invalid(message: str) -> ApiError:

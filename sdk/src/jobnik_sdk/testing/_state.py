@@ -1,12 +1,13 @@
-"""The fake manager's rules, synchronous: the same transitions as the manager's for the
-common path (create, approve, claim, report with retries, stage order, pause, resume,
-abort, delete)."""
+"""The fake manager's rules for creating and steering jobs, synchronous: the same
+transitions as the manager's for the common path (create, approve, stage order, pause,
+resume, abort, delete). Claims, leases and reports are in `_work.py`."""
 
 from __future__ import annotations
 
 import itertools
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .._models import (
@@ -18,22 +19,19 @@ from .._models import (
     StageStatus,
     TaskStatus,
 )
+from ._events import EventLog
 from ._rows import (
-    PRIORITY_RANK,
     JobRow,
     StageRow,
     TaskRow,
     illegal,
     invalid,
     not_found,
-    now,
     parse_id,
     refused,
 )
 
-_CLAIMING_JOB = (JobStatus.PENDING, JobStatus.IN_PROGRESS)
-_ACTIVE_STAGE = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
-_CLAIMABLE_TASK = (TaskStatus.PENDING, TaskStatus.RETRIED)
+CLAIMABLE_TASK = (TaskStatus.PENDING, TaskStatus.RETRIED)
 _USER_JOB_MOVES = {
     (JobStatus.PENDING, JobStatus.PAUSED),
     (JobStatus.IN_PROGRESS, JobStatus.PAUSED),
@@ -45,34 +43,72 @@ _USER_JOB_MOVES = {
 }
 
 
-class State:
-    """Jobs, stages and tasks in memory, changed only through the manager's rules."""
+class Rules:
+    """Jobs, stages and tasks in memory, changed only through the manager's rules.
+
+    Its clock is the real one moved on by `skew`, so tests can let leases and retry
+    delays run out without waiting.
+    """
 
     def __init__(self) -> None:
         self.jobs: dict[uuid.UUID, JobRow] = {}
         self.stages: dict[uuid.UUID, StageRow] = {}
         self.tasks: dict[uuid.UUID, TaskRow] = {}
+        self.events = EventLog()
+        self.skew = timedelta(0)
         self._seq = itertools.count(1)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.skew
+
+    def reap(self) -> None:
+        """Settle whatever ran out on the clock (expired leases); `_work.State` does it."""
 
     # ---- lookups ------------------------------------------------------------------------
 
     def job(self, job_id: EntityId) -> JobRow:
+        self.reap()
         row = self.jobs.get(parse_id(job_id))
         if row is None:
             raise not_found("Job")
         return row
 
     def stage(self, stage_id: EntityId) -> StageRow:
+        self.reap()
         row = self.stages.get(parse_id(stage_id))
         if row is None:
             raise not_found("Stage")
         return row
 
     def task(self, task_id: EntityId) -> TaskRow:
+        self.reap()
         row = self.tasks.get(parse_id(task_id))
         if row is None:
             raise not_found("Task")
         return row
+
+    # ---- status changes, each logged ----------------------------------------------------
+
+    def move_job(self, job: JobRow, status: JobStatus, at: datetime) -> None:
+        previous = job.status
+        job.status, job.update_time = status, at
+        if previous is not status:
+            self.events.job(job, previous, at)
+
+    def move_stage(self, stage: StageRow, status: StageStatus, at: datetime) -> None:
+        previous = stage.status
+        stage.status = status
+        if previous is not status:
+            self.events.stage(stage, previous, at)
+
+    def move_task(
+        self, task: TaskRow, status: TaskStatus, at: datetime, reason: str | None = None
+    ) -> None:
+        previous = task.status
+        task.status, task.update_time = status, at
+        if status.is_final:
+            task.end_time = at
+        self.events.task(task, previous, at, reason)
 
     # ---- creation -----------------------------------------------------------------------
 
@@ -89,6 +125,7 @@ class State:
     ) -> JobRow:
         if not 2 <= len(name) <= 50:
             raise invalid("name: String should have between 2 and 50 characters")
+        at = self.now()
         job = JobRow(
             id=uuid.uuid4(),
             seq=next(self._seq),
@@ -96,12 +133,15 @@ class State:
             data=dict(data),
             user_metadata=dict(user_metadata or {}),
             priority=Priority(priority),
+            creation_time=at,
+            update_time=at,
             traceparent=traceparent,
             tracestate=tracestate,
         )
         self.jobs[job.id] = job
+        self.events.job(job, None, at)
         for spec in stages:
-            self._insert_stage(job, spec)
+            self._insert_stage(job, spec, at)
         return job
 
     def add_stage(self, job_id: EntityId, spec: NewStage) -> StageRow:
@@ -111,10 +151,11 @@ class State:
                 f"Job is {job.status}; stages cannot be added to a finished job",
                 "JOB_IN_FINITE_STATE",
             )
-        job.update_time = now()
-        return self._insert_stage(job, spec)
+        at = self.now()
+        job.update_time = at
+        return self._insert_stage(job, spec, at)
 
-    def _insert_stage(self, job: JobRow, spec: NewStage) -> StageRow:
+    def _insert_stage(self, job: JobRow, spec: NewStage, at: datetime) -> StageRow:
         if not 1 <= len(spec.type) <= 50:
             raise invalid("type: String should have between 1 and 50 characters")
         previous = job.stages[-1] if job.stages else None
@@ -133,21 +174,26 @@ class State:
             data=dict(spec.data),
             user_metadata=dict(spec.user_metadata or {}),
             status=status,
+            creation_time=at,
             traceparent=spec.traceparent,
             tracestate=spec.tracestate,
+            retry_policy=spec.retry_policy,
         )
         job.stages.append(stage)
         self.stages[stage.id] = stage
+        self.events.stage(stage, None, at)
         if spec.tasks:
-            self._insert_tasks(stage, spec.tasks)
+            self._insert_tasks(stage, spec.tasks, at)
         return stage
 
     def add_tasks(self, stage_id: EntityId, specs: Sequence[NewTask]) -> list[TaskRow]:
         if not specs:
             raise invalid("body: List should have at least 1 item")
-        return self._insert_tasks(self.stage(stage_id), specs)
+        return self._insert_tasks(self.stage(stage_id), specs, self.now())
 
-    def _insert_tasks(self, stage: StageRow, specs: Sequence[NewTask]) -> list[TaskRow]:
+    def _insert_tasks(
+        self, stage: StageRow, specs: Sequence[NewTask], at: datetime
+    ) -> list[TaskRow]:
         if stage.status.is_final:
             raise refused(
                 f"Stage is {stage.status}; tasks cannot be added to a finished stage",
@@ -167,13 +213,18 @@ class State:
                 data=dict(spec.data),
                 user_metadata=dict(spec.user_metadata or {}),
                 max_attempts=spec.max_attempts or 1,
+                creation_time=at,
+                update_time=at,
                 traceparent=spec.traceparent,
                 tracestate=spec.tracestate,
+                retry_policy=spec.retry_policy or stage.retry_policy,
             )
             for spec in specs
         ]
         stage.tasks.extend(rows)
-        self.tasks.update((row.id, row) for row in rows)
+        for row in rows:
+            self.tasks[row.id] = row
+            self.events.task(row, None, at, None)
         return rows
 
     # ---- steering -----------------------------------------------------------------------
@@ -187,27 +238,30 @@ class State:
             raise illegal("STAGE", stage.status, StageStatus.PENDING)
         if stage.order > 1 and job.stages[stage.order - 2].status is not StageStatus.COMPLETED:
             raise refused("Previous stage is not COMPLETED", "ILLEGAL_STAGE_STATUS_TRANSITION")
-        stage.status = StageStatus.PENDING
+        at = self.now()
+        self.move_stage(stage, StageStatus.PENDING, at)
         if not stage.tasks:
-            self._complete_stage(job, stage)
+            self.complete_stage(job, stage, at)
 
     def set_job_status(self, job_id: EntityId, target: JobStatus) -> None:
         job = self.job(job_id)
         if (job.status, target) not in _USER_JOB_MOVES:
             raise illegal("JOB", job.status, target)
-        job.update_time = now()
+        at = self.now()
+        job.update_time = at
         if target is JobStatus.ABORTED:
-            job.status = JobStatus.ABORTED
+            # A running task's holder learns of it at its next heartbeat.
             for stage in job.stages:
                 for task in stage.tasks:
                     if not task.status.is_final:
-                        task.status, task.end_time = TaskStatus.ABORTED, now()
+                        self.move_task(task, TaskStatus.ABORTED, at)
                 if not stage.status.is_final:
-                    stage.status = StageStatus.ABORTED
+                    self.move_stage(stage, StageStatus.ABORTED, at)
+            self.move_job(job, JobStatus.ABORTED, at)
         elif target is JobStatus.PAUSED:
-            job.status = JobStatus.PAUSED
+            self.move_job(job, JobStatus.PAUSED, at)
         else:
-            job.status = self._implied_status(job)
+            self.move_job(job, self._implied_status(job), at)
 
     def _implied_status(self, job: JobRow) -> JobStatus:
         statuses = [st.status for st in job.stages]
@@ -222,7 +276,7 @@ class State:
         job = self.job(job_id)
         if job.priority is Priority(priority):
             return False
-        job.priority, job.update_time = Priority(priority), now()
+        job.priority, job.update_time = Priority(priority), self.now()
         return True
 
     def delete_job(self, job_id: EntityId) -> None:
@@ -237,74 +291,38 @@ class State:
                 del self.tasks[task.id]
             del self.stages[stage.id]
         del self.jobs[job.id]
+        self.events.forget(job.id)
 
-    # ---- claims and reports -------------------------------------------------------------
+    # ---- cascades -----------------------------------------------------------------------
 
-    def claim(self, stage_type: str) -> TaskRow | None:
-        ready = [
-            task
-            for task in self.tasks.values()
-            if task.status in _CLAIMABLE_TASK
-            and self.stages[task.stage_id].type == stage_type
-            and self.stages[task.stage_id].status in _ACTIVE_STAGE
-            and self.jobs[task.job_id].status in _CLAIMING_JOB
-        ]
-        if not ready:
-            return None
-        task = min(ready, key=lambda t: (PRIORITY_RANK[self.jobs[t.job_id].priority], t.seq))
-        stamp = now()
-        task.status, task.start_time, task.update_time = TaskStatus.IN_PROGRESS, stamp, stamp
-        stage, job = self.stages[task.stage_id], self.jobs[task.job_id]
-        if stage.status is StageStatus.PENDING:
-            stage.status = StageStatus.IN_PROGRESS
-        if job.status is JobStatus.PENDING:
-            job.status, job.update_time = JobStatus.IN_PROGRESS, stamp
-        return task
-
-    def report(self, task_id: EntityId, reported: TaskStatus) -> TaskRow:
-        task = self.task(task_id)
-        if task.status is not TaskStatus.IN_PROGRESS:
-            raise illegal("TASK", task.status, reported)
-        stamp = now()
-        task.update_time = stamp
-        if reported is TaskStatus.COMPLETED:
-            task.status, task.end_time = TaskStatus.COMPLETED, stamp
-        else:
-            task.attempts += 1
-            if task.attempts < task.max_attempts:
-                task.status = TaskStatus.RETRIED
-            else:
-                task.status, task.end_time = TaskStatus.FAILED, stamp
-        self._settle(self.stages[task.stage_id])
-        return task
-
-    def _settle(self, stage: StageRow) -> None:
+    def settle(self, stage: StageRow, at: datetime) -> None:
+        """After a task moved: fail or complete its stage, and what follows from that."""
         if stage.status.is_final:
             return
         job = self.jobs[stage.job_id]
         summary = stage.summary()
         if summary.failed:
-            stage.status = StageStatus.FAILED
-            job.status, job.update_time = JobStatus.FAILED, now()
+            self.move_stage(stage, StageStatus.FAILED, at)
+            self.move_job(job, JobStatus.FAILED, at)
             for task in stage.tasks:
-                if task.status in _CLAIMABLE_TASK:
-                    task.status, task.end_time = TaskStatus.ABORTED, now()
+                if task.status in CLAIMABLE_TASK:
+                    self.move_task(task, TaskStatus.ABORTED, at)
         elif summary.total and summary.completed == summary.total:
-            self._complete_stage(job, stage)
+            self.complete_stage(job, stage, at)
 
-    def _complete_stage(self, job: JobRow, stage: StageRow) -> None:
-        stage.status = StageStatus.COMPLETED
+    def complete_stage(self, job: JobRow, stage: StageRow, at: datetime) -> None:
+        self.move_stage(stage, StageStatus.COMPLETED, at)
         while True:
             following = job.stages[stage.order] if stage.order < len(job.stages) else None
             if following is None:
                 if job.status is not JobStatus.PAUSED:
-                    job.status = JobStatus.COMPLETED
+                    self.move_job(job, JobStatus.COMPLETED, at)
                 break
             if following.status is not StageStatus.CREATED:
                 break  # WAITING: it holds until approved
-            following.status = StageStatus.PENDING
+            self.move_stage(following, StageStatus.PENDING, at)
             if following.tasks:
                 break
-            following.status = StageStatus.COMPLETED
+            self.move_stage(following, StageStatus.COMPLETED, at)
             stage = following
-        job.update_time = now()
+        job.update_time = at

@@ -1,0 +1,144 @@
+"""What a worker sends about a claimed task (reports, heartbeats) and what it hears back."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any, Self
+
+from pydantic import Field, model_validator
+
+from ._models import EntityId, JobStatus, Task, TaskStatus, _Wire, seconds
+
+MAX_REASON = 2000
+_REPORTED = (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED)
+
+
+class Heartbeat(_Wire):
+    """The manager's answer to a heartbeat.
+
+    `cancel_requested` is True once the task was aborted (its job was): stop the work
+    and do not report it. `job_status` PAUSED means nothing new of the job is handed
+    out; the task itself should still be finished.
+    """
+
+    lease_expires_at: datetime
+    cancel_requested: bool = False
+    job_status: JobStatus | None = None
+
+
+class TaskReport(_Wire):
+    """One report in a batch (`report_many`): build it with `completed`, `failed` or
+    `retry_later`, which take the same options as the single-task calls."""
+
+    # Ids are checked by the manager, which answers VALIDATION_ERROR for a malformed one.
+    task_id: uuid.UUID | str
+    status: TaskStatus
+    lease_id: uuid.UUID | str | None = None
+    result: dict[str, Any] | None = None
+    reason: str | None = Field(default=None, max_length=MAX_REASON)
+    retryable: bool = True
+    retry_after: timedelta | None = Field(default=None, ge=timedelta(0))
+
+    @model_validator(mode="after")
+    def _fits_the_status(self) -> Self:
+        if self.status not in _REPORTED:
+            raise ValueError("a report is COMPLETED, FAILED or RETRIED")
+        if self.result is not None and self.status is not TaskStatus.COMPLETED:
+            raise ValueError("result goes with a COMPLETED report only")
+        if self.reason is not None and self.status is TaskStatus.COMPLETED:
+            raise ValueError("reason goes with a FAILED or RETRIED report only")
+        if not self.retryable and self.status is not TaskStatus.FAILED:
+            raise ValueError("retryable goes with a FAILED report only")
+        if (self.retry_after is None) == (self.status is TaskStatus.RETRIED):
+            raise ValueError("retry_after is required with RETRIED, and only there")
+        return self
+
+    @classmethod
+    def completed(
+        cls,
+        task_id: EntityId,
+        *,
+        lease_id: EntityId | None = None,
+        result: dict[str, Any] | None = None,
+    ) -> TaskReport:
+        """The task is done; `result` (a JSON object) is stored on it."""
+        return cls.model_validate(
+            dict(task_id=task_id, status=TaskStatus.COMPLETED, lease_id=lease_id, result=result)
+        )
+
+    @classmethod
+    def failed(
+        cls,
+        task_id: EntityId,
+        *,
+        lease_id: EntityId | None = None,
+        reason: str | None = None,
+        retryable: bool = True,
+    ) -> TaskReport:
+        """The attempt failed; with `retryable=False` the task fails now."""
+        return cls.model_validate(
+            dict(
+                task_id=task_id,
+                status=TaskStatus.FAILED,
+                lease_id=lease_id,
+                reason=reason,
+                retryable=retryable,
+            )
+        )
+
+    @classmethod
+    def retry_later(
+        cls,
+        task_id: EntityId,
+        *,
+        delay: timedelta,
+        lease_id: EntityId | None = None,
+        reason: str | None = None,
+    ) -> TaskReport:
+        """Offer the task again after `delay`, without spending an attempt."""
+        return cls.model_validate(
+            dict(
+                task_id=task_id,
+                status=TaskStatus.RETRIED,
+                lease_id=lease_id,
+                reason=reason,
+                retry_after=delay,
+            )
+        )
+
+    def body(self) -> dict[str, Any]:
+        """The report as the manager takes it, without `taskId`; options left unset
+        are left out, so a plain report is the reference API's."""
+        body: dict[str, Any] = {"status": self.status.value}
+        if self.lease_id is not None:
+            body["leaseId"] = str(self.lease_id)
+        if self.result is not None:
+            body["result"] = self.result
+        if self.reason is not None:
+            body["reason"] = self.reason
+        if not self.retryable:
+            body["retryable"] = False
+        if self.retry_after is not None:
+            body["retryAfterSeconds"] = seconds(self.retry_after)
+        return body
+
+
+class ReportError(_Wire):
+    """Why the manager refused one report of a batch: its `{message, code}`."""
+
+    message: str
+    code: str
+
+
+class ReportOutcome(_Wire):
+    """The answer to one report of a batch: the task as it now is, or the error."""
+
+    task_id: uuid.UUID
+    task: Task | None = None
+    error: ReportError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the report was accepted."""
+        return self.error is None

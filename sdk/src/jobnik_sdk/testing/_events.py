@@ -1,0 +1,79 @@
+"""The fake manager's event history: one entry per status change, kept per job."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from datetime import datetime
+
+from .._models import Event
+from ._rows import JobRow, StageRow, TaskRow
+
+
+class EventLog:
+    """Every status change of each job, its stages and its tasks, oldest first."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._by_job: dict[uuid.UUID, list[Event]] = {}
+
+    def of_job(self, job_id: uuid.UUID) -> list[Event]:
+        return list(self._by_job.get(job_id, ()))
+
+    def forget(self, job_id: uuid.UUID) -> None:
+        self._by_job.pop(job_id, None)
+
+    def job(self, job: JobRow, previous: str | None, at: datetime) -> None:
+        self._add(job.id, at, "JOB", job.id, previous, job.status)
+
+    def stage(self, stage: StageRow, previous: str | None, at: datetime) -> None:
+        self._add(stage.job_id, at, "STAGE", stage.id, previous, stage.status, stage_id=stage.id)
+
+    def task(self, task: TaskRow, previous: str | None, at: datetime, reason: str | None) -> None:
+        self._add(
+            task.job_id,
+            at,
+            "TASK",
+            task.id,
+            previous,
+            task.status,
+            stage_id=task.stage_id,
+            task_id=task.id,
+            attempt=task.attempts,
+            lease_id=task.lease_id,
+            worker=task.worker,
+            reason=reason,
+        )
+
+    def _add(
+        self,
+        job_id: uuid.UUID,
+        at: datetime,
+        entity: str,
+        entity_id: uuid.UUID,
+        previous: str | None,
+        target: str,
+        *,
+        stage_id: uuid.UUID | None = None,
+        task_id: uuid.UUID | None = None,
+        attempt: int | None = None,
+        lease_id: uuid.UUID | None = None,
+        worker: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        event = Event(
+            id=next(self._ids),
+            time=at,
+            entity=entity,
+            entity_id=entity_id,
+            job_id=job_id,
+            stage_id=stage_id,
+            task_id=task_id,
+            from_status=str(previous) if previous is not None else None,
+            to_status=str(target),
+            attempt=attempt,
+            lease_id=lease_id,
+            worker=worker,
+            reason=reason,
+        )
+        self._by_job.setdefault(job_id, []).append(event)

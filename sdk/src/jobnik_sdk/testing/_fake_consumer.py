@@ -1,0 +1,105 @@
+"""FakeJobnik's consumer calls: claims, heartbeats and reports, served from memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from .._exceptions import ApiError
+from .._models import EntityId, Task
+from .._reports import Heartbeat, ReportError, ReportOutcome, TaskReport
+from ._rows import invalid, parse_id
+from ._work import State
+
+
+class FakeConsumerCalls:
+    """The consumer half of FakeJobnik."""
+
+    state: State
+
+    async def dequeue(
+        self, stage_type: str, *, lease: timedelta | None = None, worker: str | None = None
+    ) -> Task | None:
+        """As JobnikClient.dequeue."""
+        rows = self.state.claim([stage_type], limit=1, lease=lease, worker=worker)
+        return rows[0].model() if rows else None
+
+    async def claim(
+        self,
+        stage_types: str | Sequence[str],
+        *,
+        limit: int = 1,
+        lease: timedelta | None = None,
+        worker: str | None = None,
+    ) -> list[Task]:
+        """As JobnikClient.claim."""
+        types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
+        rows = self.state.claim(types, limit=limit, lease=lease, worker=worker)
+        return [row.model() for row in rows]
+
+    async def heartbeat(
+        self,
+        task_id: EntityId,
+        lease_id: EntityId,
+        *,
+        progress: int | None = None,
+        lease: timedelta | None = None,
+    ) -> Heartbeat:
+        """As JobnikClient.heartbeat."""
+        return self.state.heartbeat(task_id, lease_id, progress=progress, lease=lease)
+
+    async def complete(
+        self,
+        task_id: EntityId,
+        *,
+        lease_id: EntityId | None = None,
+        result: dict[str, Any] | None = None,
+    ) -> Task:
+        """As JobnikClient.complete."""
+        report = TaskReport.completed(task_id, lease_id=lease_id, result=result)
+        return self.state.report(report).model()
+
+    async def fail(
+        self,
+        task_id: EntityId,
+        *,
+        lease_id: EntityId | None = None,
+        reason: str | None = None,
+        retryable: bool = True,
+    ) -> Task:
+        """As JobnikClient.fail."""
+        report = TaskReport.failed(task_id, lease_id=lease_id, reason=reason, retryable=retryable)
+        return self.state.report(report).model()
+
+    async def retry_later(
+        self,
+        task_id: EntityId,
+        *,
+        delay: timedelta,
+        lease_id: EntityId | None = None,
+        reason: str | None = None,
+    ) -> Task:
+        """As JobnikClient.retry_later."""
+        report = TaskReport.retry_later(task_id, delay=delay, lease_id=lease_id, reason=reason)
+        return self.state.report(report).model()
+
+    async def report_many(self, reports: Sequence[TaskReport]) -> list[ReportOutcome]:
+        """As JobnikClient.report_many."""
+        if not 1 <= len(reports) <= 100:
+            raise invalid("reports: List should have between 1 and 100 items")
+        # Malformed ids refuse the whole batch, as the manager's body validation does.
+        task_ids = [parse_id(report.task_id) for report in reports]
+        for report in reports:
+            if report.lease_id is not None:
+                parse_id(report.lease_id)
+        outcomes: list[ReportOutcome] = []
+        for task_id, report in zip(task_ids, reports, strict=True):
+            try:
+                task = self.state.report(report).model()
+            except ApiError as exc:
+                error = ReportError(message=exc.message, code=exc.code)
+                outcomes.append(ReportOutcome(task_id=task_id, error=error))
+            else:
+                outcomes.append(ReportOutcome(task_id=task_id, task=task))
+        return outcomes
