@@ -4,6 +4,7 @@ per run with Alembic and emptied before each test, and an HTTP client on the app
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -52,7 +53,9 @@ async def _amqp_ping(url: str) -> None:
 def amqp_url() -> str:
     """A reachable RabbitMQ, or a skip (a failure when CI requires it)."""
     try:
-        asyncio.run(_amqp_ping(AMQP_URL))
+        # In a thread of its own: the fixture may be asked for from inside a running loop.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(lambda: asyncio.run(_amqp_ping(AMQP_URL))).result()
     except Exception as exc:
         if REQUIRE_RABBITMQ:
             pytest.fail(f"RabbitMQ is required but unreachable at {AMQP_URL}: {exc}")

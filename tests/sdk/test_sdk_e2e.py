@@ -49,15 +49,25 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], what: str) -> T:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.parametrize("dispatch", ["polling", "rabbitmq"])
 async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
-    pg_db: Database, tmp_path: Path
+    pg_db: Database, tmp_path: Path, dispatch: str, request: pytest.FixtureRequest
 ) -> None:
     prepare, render, publish = unique("prepare"), unique("render"), unique("publish")
     types = f"{prepare},{render},{publish}"
+    manager_env: dict[str, str] = {}
+    worker_env: dict[str, str] = {}
+    if dispatch == "rabbitmq":
+        amqp_url: str = request.getfixturevalue("amqp_url")
+        manager_env["JOBNIK_AMQP_URL"] = amqp_url
+        # Woken by messages only: a safety poll longer than the test proves they arrive.
+        worker_env = {"WORKER_AMQP_URL": amqp_url, "WORKER_SAFETY_POLL_SECONDS": "300"}
     with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url))
+        url = stack.enter_context(manager_process(pg_db.url, **manager_env))
         workers = [
-            stack.enter_context(worker_process(url, types, tmp_path / f"worker{i}.log"))
+            stack.enter_context(
+                worker_process(url, types, tmp_path / f"worker{i}.log", **worker_env)
+            )
             for i in (1, 2)
         ]
         async with JobnikClient(url) as jobnik:
@@ -126,6 +136,10 @@ async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
 
     assert [w.returncode for w in workers] == [0, 0]
     await assert_invariants(pg_db)
+    if dispatch == "rabbitmq":
+        for i in (1, 2):
+            log = (tmp_path / f"worker{i}.log").read_text()
+            assert "listening for wake-ups" in log, log
 
 
 async def test_sigterm_in_the_middle_of_a_task_lets_it_complete(

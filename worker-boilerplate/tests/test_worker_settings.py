@@ -7,6 +7,8 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
+from jobnik_sdk.testing import FakeJobnik
+from worker.app import build_worker
 from worker.settings import WorkerSettings
 
 
@@ -67,3 +69,12 @@ def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, valu
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError):
         WorkerSettings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_rabbitmq_settings_reach_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKER_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+    monkeypatch.setenv("WORKER_SAFETY_POLL_SECONDS", "12")
+    worker = build_worker(WorkerSettings(_env_file=None), FakeJobnik())  # type: ignore[call-arg]
+    assert worker._wakeups is not None
+    assert worker._wakeups.amqp_url == "amqp://guest:guest@127.0.0.1:5672/"
+    assert worker._safety_poll == timedelta(seconds=12)

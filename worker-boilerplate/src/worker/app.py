@@ -36,4 +36,6 @@ def build_worker(settings: WorkerSettings, client: ConsumerClient) -> Worker[Any
         lease=settings.lease,
         heartbeat_interval=settings.heartbeat_interval,
         name=settings.name,
+        amqp_url=settings.amqp_url or None,
+        safety_poll=settings.safety_poll,
     )

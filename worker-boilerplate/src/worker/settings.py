@@ -53,6 +53,14 @@ class WorkerSettings(BaseSettings):
     poll_initial_seconds: float = Field(default=0.25, gt=0, description="First idle poll delay")
     poll_max_seconds: float = Field(default=5.0, gt=0, description="Longest idle poll delay")
     request_timeout_seconds: float = Field(default=30.0, gt=0)
+    amqp_url: str | None = Field(
+        default=None,
+        description="RabbitMQ URL; when set the worker is woken by task.ready messages "
+        "instead of polling (it still polls every WORKER_SAFETY_POLL_SECONDS)",
+    )
+    safety_poll_seconds: float = Field(
+        default=30.0, gt=0, description="With RabbitMQ, how often an idle worker polls anyway"
+    )
     log_level: str = "INFO"
 
     @field_validator("stage_type")
@@ -83,6 +91,10 @@ class WorkerSettings(BaseSettings):
     @property
     def heartbeat_interval(self) -> timedelta:
         return timedelta(seconds=self.heartbeat_seconds)
+
+    @property
+    def safety_poll(self) -> timedelta:
+        return timedelta(seconds=self.safety_poll_seconds)
 
     @property
     def request_timeout(self) -> timedelta:
