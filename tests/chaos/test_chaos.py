@@ -6,11 +6,9 @@ summary equals a recount, and the event log shows no task completed under two le
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import signal
 import subprocess
-import sys
 from collections import Counter, defaultdict
 from contextlib import ExitStack
 from pathlib import Path
@@ -24,32 +22,23 @@ from jobnik_sdk import JobnikClient, JobStatus, NewStage, NewTask
 
 from ..support.api import unique
 from ..support.invariants import assert_invariants
-from ..support.processes import manager_process
+from ..support.processes import manager_process, start_module
 from .round_robin import RoundRobinTransport
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 JOBS, STAGES, TASKS_PER_STAGE = 5, 2, 200  # 2,000 tasks
 WORKERS = 8
 KILL_EVERY = (0.3, 1.0)  # seconds between SIGKILLs
 
 
 def start_worker(managers: list[str], types: list[str], log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "CHAOS_MANAGERS": ",".join(managers),
-        "CHAOS_STAGE_TYPES": ",".join(types),
-    }
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "tests.chaos.chaos_worker"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    return start_module(
+        "tests.chaos.chaos_worker",
+        log,
+        CHAOS_MANAGERS=",".join(managers),
+        CHAOS_STAGE_TYPES=",".join(types),
+    )
 
 
 async def test_chaos(pg_db: Database, tmp_path: Path) -> None:

@@ -5,10 +5,8 @@ running tasks finish."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -23,11 +21,10 @@ from jobnik_manager.db.engine import Database
 
 from ..support.api import unique
 from ..support.invariants import assert_invariants
-from ..support.processes import manager_process
+from ..support.processes import manager_process, module_process
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT = 0.5
 WITH_STAGES = {"should_return_stages": True}
 
@@ -36,9 +33,7 @@ WITH_STAGES = {"should_return_stages": True}
 def marker_worker(
     manager: str, stage_type: str, markers: Path, name: str, **env: str
 ) -> Iterator[subprocess.Popen[bytes]]:
-    environment = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    settings = {
         "MARKER_MANAGER": manager,
         "MARKER_STAGE_TYPES": stage_type,
         "MARKER_DIR": str(markers),
@@ -46,24 +41,9 @@ def marker_worker(
         "MARKER_HEARTBEAT": str(HEARTBEAT),
         **env,
     }
-    with (markers / f"{name}.log").open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.reliability.marker_worker"],
-            cwd=ROOT,
-            env=environment,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
+    log = markers / f"{name}.log"
+    with module_process("tests.reliability.marker_worker", log, **settings) as proc:
         yield proc
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def markers_of(markers: Path, event: str) -> dict[str, float]:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 
@@ -62,3 +64,45 @@ def manager_process(database_url: str, **env: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_module(module: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
+    """Run `python -m module` from the repository root, its output appended to `log`."""
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        **env,
+    }
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", module],
+            cwd=ROOT,
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 30) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace` seconds."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def module_process(module: str, log: Path, **env: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`start_module` for the length of the block; stopped (SIGTERM) on exit."""
+    proc = start_module(module, log, **env)
+    try:
+        yield proc
+    finally:
+        stop(proc)
