@@ -14,6 +14,7 @@ from .api.errors import install_error_handlers
 from .api.routes import health, jobs, stages, tasks
 from .db.engine import Database
 from .dispatch.relay import Relay
+from .dispatch.wakeups import ReadyWaiters, announce, listen
 from .maintenance.loop import run_maintenance
 from .settings import Settings
 
@@ -23,12 +24,17 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     db = database or Database(settings.database_url, pool_size=settings.db_pool_size)
     if settings.amqp_url:
         db.outbox = True  # changes write outbox rows from now on
+    waiters = ReadyWaiters()
+    db.before_commit.append(announce)
+    db.after_commit.append(waiters.after_commit)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loops = []
         if settings.maintenance:
             loops.append(asyncio.create_task(run_maintenance(db, settings.maintenance_interval)))
+        if not db.is_sqlite:
+            loops.append(asyncio.create_task(listen(db.url, waiters)))
         if settings.amqp_url:
             relay = Relay(db, settings.amqp_url, poll=settings.relay_poll)
             loops.append(asyncio.create_task(relay.run()))
@@ -50,6 +56,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         lifespan=lifespan,
     )
     app.state.database = db
+    app.state.waiters = waiters
     app.state.settings = settings
     install_error_handlers(app)
     for module in (health, jobs, stages, tasks):

@@ -34,6 +34,7 @@ TraceState = Annotated[str, Field(pattern=TRACESTATE, max_length=512, strict=Tru
 MAX_LEASE_SECONDS = MAX_LEASE.total_seconds()
 WEEK_SECONDS = 7 * 24 * 3600.0
 Seconds = Annotated[float, Field(strict=True, ge=0, le=WEEK_SECONDS, allow_inf_nan=False)]
+WaitSeconds = Annotated[float, Field(strict=True, ge=0, le=60, allow_inf_nan=False)]
 LeaseSeconds = Annotated[float, Field(strict=True, ge=1, le=MAX_LEASE_SECONDS, allow_inf_nan=False)]
 WorkerName = Annotated[
     str, Field(min_length=1, max_length=100, strict=True), AfterValidator(no_nul)
@@ -159,6 +160,19 @@ class ClaimRequest(Inbound):
     limit: StrictInt = Field(default=1, ge=1, le=100)
     lease_seconds: LeaseSeconds | None = None
     worker: WorkerName | None = None
+    # Long poll: with nothing ready, hold the request up to this long for work to appear.
+    wait_seconds: WaitSeconds | None = None
+
+
+class HeartbeatItem(Inbound):
+    task_id: uuid.UUID
+    lease_id: uuid.UUID
+    progress: StrictInt | None = Field(default=None, ge=0, le=100)
+
+
+class BatchHeartbeat(Inbound):
+    heartbeats: list[HeartbeatItem] = Field(min_length=1, max_length=100)
+    lease_seconds: LeaseSeconds | None = None
 
 
 class PriorityChange(Inbound):
@@ -213,6 +227,18 @@ class HeartbeatOut(Outbound):
     lease_expires_at: datetime
     cancel_requested: bool
     job_status: JobStatus
+
+
+class HeartbeatResultOut(Outbound):
+    task_id: uuid.UUID
+    lease_expires_at: datetime | None = None
+    cancel_requested: bool | None = None
+    job_status: JobStatus | None = None
+    error: ErrorMessage | None = None
+
+
+class BatchHeartbeatOut(Outbound):
+    items: list[HeartbeatResultOut]
 
 
 class ClaimOut(Outbound):

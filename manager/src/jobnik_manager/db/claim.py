@@ -1,33 +1,90 @@
-"""The claim query: the one statement on the hot path of every worker.
+"""The claim statement: the one statement on the hot path of every worker.
 
-It reads the partial index `ix_tasks_claim`, which holds only claimable tasks, in
-(stage_type, priority_rank, seq) order, so its cost does not grow with finished
-history or with paused, waiting or delayed work. PostgreSQL skips rows another
-claimer has locked; on SQLite the transaction already holds the database's write lock.
+One UPDATE takes up to `limit` claimable tasks and starts their leases, whatever the
+limit. Its inner SELECT reads the partial index `ix_tasks_claim`, which holds only
+claimable tasks, in (stage_type, priority_rank, seq) order, so its cost does not grow
+with finished history or with paused, waiting or delayed work. PostgreSQL skips rows
+another claimer has locked; on SQLite the transaction already holds the write lock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, Row, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..domain.statuses import TaskStatus
 from .models import Task
 
+TASK_COLUMNS = tuple(Task.__table__.c)
 
-async def claim_next(s: AsyncSession, stage_types: Sequence[str], limit: int = 1) -> list[Task]:
-    """Lock up to `limit` claimable tasks of these types: best priority, then oldest."""
-    stmt = select(Task).where(Task.claimable)
+
+def _new_lease_id(dialect: str) -> ColumnElement[Any]:
+    if dialect == "postgresql":
+        return func.gen_random_uuid()
+    # SQLite keeps a UUID as 32 hex digits.
+    return func.lower(func.hex(func.randomblob(16)))
+
+
+async def claim_rows(
+    s: AsyncSession,
+    stage_types: Sequence[str],
+    limit: int,
+    *,
+    now: datetime,
+    lease: timedelta,
+    worker: str | None,
+) -> list[Any]:
+    """Claim up to `limit` tasks of these types (best priority, then oldest): each row is
+    the claimed task as it is now, plus `previous`, its status before the claim."""
+    picked = select(Task.seq, Task.status.label("previous")).where(Task.claimable)
     if len(stage_types) == 1:
         # Equality keeps the plan a plain ordered index scan.
-        stmt = stmt.where(Task.stage_type == stage_types[0])
+        picked = picked.where(Task.stage_type == stage_types[0])
     else:
-        stmt = stmt.where(Task.stage_type.in_(stage_types))
-    stmt = (
-        stmt.order_by(Task.priority_rank, Task.seq)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-        .execution_options(populate_existing=True)
+        picked = picked.where(Task.stage_type.in_(stage_types))
+    picked = (
+        picked.order_by(Task.priority_rank, Task.seq).limit(limit).with_for_update(skip_locked=True)
     )
-    return list((await s.execute(stmt)).scalars())
+    dialect = s.get_bind().dialect.name
+    start = update(Task).values(
+        status=TaskStatus.IN_PROGRESS,
+        claimable=False,
+        start_time=now,
+        update_time=now,
+        lease_id=_new_lease_id(dialect),
+        lease_expires_at=now + lease,
+        lease_seconds=lease.total_seconds(),
+        worker=worker,
+        progress=None,
+    )
+    if dialect == "postgresql":
+        chosen = picked.cte("picked")
+        stmt = (
+            start.where(Task.seq == chosen.c.seq)
+            .returning(*TASK_COLUMNS, chosen.c.previous)
+            .execution_options(synchronize_session=False)
+        )
+        rows = list(await s.execute(stmt))
+    else:
+        # SQLite's RETURNING sees only the updated table; the write lock taken at BEGIN
+        # keeps the two statements together.
+        previous = {r.seq: r.previous for r in await s.execute(picked)}
+        if not previous:
+            return []
+        updated = await s.execute(
+            start.where(Task.seq.in_(previous))
+            .returning(*TASK_COLUMNS)
+            .execution_options(synchronize_session=False)
+        )
+        rows = [_with_previous(r, previous[r.seq]) for r in updated]
+    rows.sort(key=lambda r: (r.priority_rank, r.seq))  # RETURNING keeps no order
+    return rows
+
+
+def _with_previous(row: Row[Any], previous: str) -> Any:
+    return SimpleNamespace(**row._mapping, previous=previous)

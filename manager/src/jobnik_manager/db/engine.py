@@ -38,7 +38,9 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         engine = create_async_engine(url)
         _configure_sqlite(engine)
         return engine
-    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    # No pre-ping: it would cost a round trip per transaction. A connection found dead on
+    # use is invalidated by SQLAlchemy and the transaction runs again (`_retryable`).
+    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size)
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
@@ -69,6 +71,8 @@ def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 
 def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated:
+            return True
         sqlstate = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
         if sqlstate in _RETRYABLE_SQLSTATES:
             return True
@@ -86,6 +90,10 @@ class Database:
         self.sessions = make_sessionmaker(self.engine)
         self.outbox = outbox
         self.outbox_written = asyncio.Event()
+        # Hooks of the layers above: run at the end of every transaction, before its
+        # commit (inside it), and after a successful commit with the session's info.
+        self.before_commit: list[Callable[[AsyncSession], Awaitable[None]]] = []
+        self.after_commit: list[Callable[[dict[str, Any]], None]] = []
 
     @property
     def is_sqlite(self) -> bool:
@@ -103,8 +111,12 @@ class Database:
                     session.info[OUTBOX_ON] = self.outbox
                     async with session.begin():
                         result = await work(session)
+                        for hook in self.before_commit:
+                            await hook(session)
                     if session.info.get(OUTBOX_WRITTEN):
                         self.outbox_written.set()
+                    for done in self.after_commit:
+                        done(session.info)
                     return result
             except DBAPIError as exc:
                 if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):

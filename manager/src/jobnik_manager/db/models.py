@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
@@ -17,6 +17,7 @@ from sqlalchemy import (
     MetaData,
     SmallInteger,
     String,
+    Table,
     UniqueConstraint,
     Uuid,
     text,
@@ -189,3 +190,8 @@ class OutboxMessage(Base):
     routing_key: Mapped[str] = mapped_column(String(120))
     payload: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+# The tables, typed as such, for Core statements on the hot paths.
+TASKS = cast(Table, Task.__table__)
+STAGES = cast(Table, Stage.__table__)

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import OUTBOX_ON, OUTBOX_WRITTEN
 from ..db.models import OutboxMessage
+from .wakeups import note_ready
 
 
 def enabled(s: AsyncSession) -> bool:
@@ -33,7 +34,9 @@ def lifecycle_key(entity: str, status: str) -> str:
 async def tasks_ready(
     s: AsyncSession, stage_type: str, job_id: uuid.UUID, stage_id: uuid.UUID, now: datetime
 ) -> None:
-    """Tasks of `stage_type` became claimable: wake that type's workers."""
+    """Tasks of `stage_type` became claimable: wake that type's workers (long-polling
+    claims here and on other replicas, and over RabbitMQ when configured)."""
+    note_ready(s, (stage_type,))
     await publish_later(
         s,
         [

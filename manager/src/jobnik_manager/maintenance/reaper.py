@@ -10,35 +10,39 @@ from ..db.models import Task
 from ..db.types import utcnow
 from ..dispatch.outbox import tasks_ready
 from ..domain.statuses import TaskStatus
-from ..services.reports import expire_lease, jobs_allowing_claims
+from ..services.reports import expire_leases, jobs_allowing_claims
 
 DUE_BATCH = 500
 
 
-async def reap_one(s: AsyncSession) -> bool:
-    """Settle the oldest expired lease, if any. One task per transaction: its cascade
-    may lock its stage and job, and short transactions keep those hot rows free."""
+REAP_BATCH = 100
+
+
+async def reap_some(s: AsyncSession) -> int:
+    """Settle up to REAP_BATCH expired leases, oldest first, as one set-based batch;
+    rows another replica is settling are skipped."""
     now = utcnow()
     stmt = (
-        select(Task)
+        select(Task.id)
         .where(Task.status == TaskStatus.IN_PROGRESS, Task.lease_expires_at < now)
         .order_by(Task.lease_expires_at)
-        .limit(1)
+        .limit(REAP_BATCH)
         .with_for_update(skip_locked=True)
-        .execution_options(populate_existing=True)
     )
-    task = (await s.execute(stmt)).scalar_one_or_none()
-    if task is None:
-        return False
-    await expire_lease(s, task, now)
-    return True
+    task_ids = list((await s.execute(stmt)).scalars())
+    if task_ids:
+        await expire_leases(s, task_ids, now)
+    return len(task_ids)
 
 
 async def reap_expired(db: Database, limit: int = 1000) -> int:
     """Settle up to `limit` expired leases; returns how many."""
     reaped = 0
-    while reaped < limit and await db.transaction(reap_one):
-        reaped += 1
+    while reaped < limit:
+        n = await db.transaction(reap_some)
+        reaped += n
+        if n < REAP_BATCH:
+            break
     return reaped
 
 

@@ -1,21 +1,26 @@
-"""Claiming tasks (dequeue and batch claim): each claim takes a lease."""
+"""Claiming tasks (dequeue and batch claim): each claim takes a lease.
+
+A batch of any size costs the same statements: the claim UPDATE, one multi-row event
+INSERT, one summary UPDATE per stage, and the start of a stage and its job only on the
+first claim of that stage.
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.claim import claim_next
-from ..db.models import Job, Stage, Task
+from ..db.claim import claim_rows
+from ..db.models import Job, Stage
 from ..db.types import utcnow
 from ..domain.leases import DEFAULT_LEASE
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
-from .cascade import bump_summary
+from . import summaries
 from .history import Entity, insert_rows, task_row
 
 
@@ -26,45 +31,30 @@ async def claim_tasks(
     limit: int = 1,
     lease: timedelta | None = None,
     worker: str | None = None,
-) -> list[Task]:
-    """Claim up to `limit` tasks of these stage types: highest job priority, then oldest."""
+) -> list[Any]:
+    """Claim up to `limit` tasks of these stage types: highest job priority, then oldest.
+    Each row holds the claimed task's columns."""
     now = utcnow()
-    lease = lease or DEFAULT_LEASE
-    tasks = await claim_next(s, stage_types, limit)
-    if not tasks:
+    rows = await claim_rows(
+        s, stage_types, limit, now=now, lease=lease or DEFAULT_LEASE, worker=worker
+    )
+    if not rows:
         return []
-    moves: dict[uuid.UUID, Counter[TaskStatus]] = {}
-    events = []
-    for task in tasks:
-        previous = TaskStatus(task.status)
-        moves.setdefault(task.stage_id, Counter())[previous] += 1
-        task.status = TaskStatus.IN_PROGRESS
-        task.claimable = False
-        task.start_time = now
-        task.update_time = now
-        task.lease_id = uuid.uuid4()
-        task.lease_expires_at = now + lease
-        task.lease_seconds = lease.total_seconds()
-        task.worker = worker
-        task.progress = None
-        events.append(task_row(task, previous, TaskStatus.IN_PROGRESS, now, None))
-    await s.flush()
-    await insert_rows(s, events)
-    # Stage rows in one order, so two batch claimers never wait on each other in a cycle.
-    for stage_id in sorted(moves):
-        counts = moves[stage_id]
-        delta: dict[TaskStatus, int] = {status: -n for status, n in counts.items()}
-        delta[TaskStatus.IN_PROGRESS] = sum(counts.values())
-        await bump_summary(s, stage_id, delta, now)
-    await _start(s, sorted(moves), sorted({t.job_id for t in tasks}), now)
-    return tasks
+    target = TaskStatus.IN_PROGRESS
+    await insert_rows(s, [task_row(r, TaskStatus(r.previous), target, now, None) for r in rows])
+    deltas = summaries.moves([(r.stage_id, TaskStatus(r.previous), target) for r in rows])
+    stages = await summaries.bump(s, deltas, now)
+    # The summary UPDATE holds the stage's lock: a PENDING stage seen here starts now.
+    unstarted = [st for st in stages if st.status is StageStatus.PENDING]
+    if unstarted:
+        await _start(s, [st.id for st in unstarted], sorted({st.job_id for st in unstarted}), now)
+    return rows
 
 
 async def _start(
     s: AsyncSession, stage_ids: list[uuid.UUID], job_ids: list[uuid.UUID], now: datetime
 ) -> None:
-    """First claims start their stages and jobs. The status guard makes these no-ops
-    (and lock-free on PostgreSQL) once they have started."""
+    """First claims start their stages and jobs (a job may have started already)."""
     started_stages = await s.execute(
         update(Stage)
         .where(Stage.id.in_(stage_ids), Stage.status == StageStatus.PENDING)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -150,8 +150,25 @@ async def events_of_job(s: AsyncSession, job_id: uuid.UUID, page: PageRequest) -
     return await paginate(s, select(Event).where(Event.job_id == job_id).order_by(Event.seq), page)
 
 
+class TaskLike(Protocol):
+    """What an event row needs of a task: an ORM object or a row of the tasks table."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+    @property
+    def job_id(self) -> uuid.UUID: ...
+    @property
+    def stage_id(self) -> uuid.UUID: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def lease_id(self) -> uuid.UUID | None: ...
+    @property
+    def worker(self) -> str | None: ...
+
+
 def task_row(
-    task: Task,
+    task: TaskLike,
     previous: TaskStatus | None,
     target: TaskStatus,
     now: datetime,

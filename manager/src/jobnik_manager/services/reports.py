@@ -1,28 +1,58 @@
-"""A worker's report on its task, and the same settlement when a lease expires."""
+"""Workers' reports on their tasks, and the same settlement when a lease expires.
+
+A batch of N reports costs a constant number of statements: one SELECT ... FOR UPDATE
+of the N tasks (in id order), one executemany UPDATE, one multi-row event INSERT, one
+summary UPDATE per stage, and a cascade only for a stage the batch may have finished.
+Each report is decided on its own by the pure rules in `domain`, so one refused report
+does not stop the others.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.models import Job, Task
+from ..db.claim import TASK_COLUMNS
+from ..db.models import TASKS, Job
 from ..db.types import utcnow
 from ..dispatch.outbox import tasks_ready
-from ..domain.errors import LeaseLost
+from ..domain.errors import DomainError, LeaseLost, TaskNotFound
 from ..domain.leases import lease_is_live
+from ..domain.progress import stage_outcome
 from ..domain.retry import RetryPolicy
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, TaskStatus
 from ..domain.tasks import ReportOutcome, apply_report
-from .cascade import bump_summary, settle_stage
-from .history import task_moved
-from .loading import load_task
+from . import summaries
+from .cascade import settle_stage
+from .history import insert_rows, task_row
+from .loading import load_stage
 
 LEASE_EXPIRED = "lease expired"
+
+_TASKS = TASKS
+# The columns a settlement writes; every row of the executemany names all of them.
+_WRITTEN = (
+    "status",
+    "attempts",
+    "update_time",
+    "end_time",
+    "claimable",
+    "not_before",
+    "reason",
+    "result",
+)
+_UPDATE = (
+    update(_TASKS)
+    .where(_TASKS.c.seq == bindparam("w_seq"))
+    .values({c: bindparam(f"w_{c}") for c in _WRITTEN})
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,101 +67,139 @@ class Report:
     retry_after: timedelta | None = None
 
 
-async def report(s: AsyncSession, task_id: uuid.UUID, r: Report) -> Task:
-    """Record a report; the manager decides RETRIED or FAILED from the attempts left."""
-    now = utcnow()
-    task = await load_task(s, task_id, lock=True)
+# A settled task: the task's columns by name, as the settlement left them.
+TaskView = SimpleNamespace
+
+
+async def report(s: AsyncSession, task_id: uuid.UUID, r: Report) -> TaskView:
+    """Record one report; the manager decides RETRIED or FAILED from the attempts left."""
+    (answer,) = await settle_reports(s, [(task_id, r)])
+    if isinstance(answer, DomainError):
+        raise answer
+    return answer
+
+
+async def settle_reports(
+    s: AsyncSession, items: Sequence[tuple[uuid.UUID, Report]], now: datetime | None = None
+) -> list[TaskView | DomainError]:
+    """Settle each report; answers, in order, the task as settled or why it was refused."""
+    now = now or utcnow()
+    ids = sorted({task_id for task_id, _ in items})
+    rows = await s.execute(
+        select(*TASK_COLUMNS).where(_TASKS.c.id.in_(ids)).order_by(_TASKS.c.id).with_for_update()
+    )
+    tasks = {row.id: SimpleNamespace(**row._mapping) for row in rows}
+    answers: list[TaskView | DomainError] = []
+    changed: dict[uuid.UUID, TaskView] = {}
+    events: list[dict[str, Any]] = []
+    moved: list[tuple[uuid.UUID, TaskStatus, TaskStatus]] = []
+    reopened: list[TaskView] = []
+    for task_id, r in items:
+        task = tasks.get(task_id)
+        if task is None:
+            answers.append(TaskNotFound())
+            continue
+        try:
+            outcome = _decide(task, r, now)
+        except DomainError as exc:
+            answers.append(exc)
+            continue
+        answers.append(task)
+        if outcome is None:
+            continue  # a repeated completion: answered as it stands
+        previous = TaskStatus(task.status)
+        _apply(task, r, outcome, now)
+        if task.status is TaskStatus.RETRIED and task.not_before is None:
+            reopened.append(task)
+        changed[task_id] = task
+        moved.append((task.stage_id, previous, outcome.status))
+        events.append(task_row(task, previous, outcome.status, now, r.reason))
+    if not changed:
+        return answers
+    await _reopen(s, reopened, now)
+    await s.execute(
+        _UPDATE,
+        [{"w_seq": t.seq, **{f"w_{c}": getattr(t, c) for c in _WRITTEN}} for t in changed.values()],
+    )
+    await insert_rows(s, events)
+    for stage in await summaries.bump(s, summaries.moves(moved), now):
+        if not stage.status.is_final and stage_outcome(stage.summary) is not None:
+            await settle_stage(s, await load_stage(s, stage.id, lock=True), now)
+    return answers
+
+
+def _decide(task: TaskView, r: Report, now: datetime) -> ReportOutcome | None:
+    """The outcome of `r` for `task`, None when it repeats a completion, or an error."""
     current = TaskStatus(task.status)
     if r.lease_id is not None and not lease_is_live(
         current, task.lease_id, task.lease_expires_at, r.lease_id, now
     ):
-        if _repeats_completion(task, r):
-            return task  # the answer to the first report was lost; say it again
+        if (
+            r.status is TaskStatus.COMPLETED
+            and current is TaskStatus.COMPLETED
+            and task.lease_id == r.lease_id
+        ):
+            return None  # the answer to the first report was lost; say it again
         raise LeaseLost()
-    outcome = apply_report(
+    return apply_report(
         current,
         r.status,
         attempts=task.attempts,
         max_attempts=task.max_attempts,
         retryable=r.retryable,
     )
+
+
+def _apply(task: TaskView, r: Report, outcome: ReportOutcome, now: datetime) -> None:
+    task.status = outcome.status
+    task.attempts = outcome.attempts
+    task.update_time = now
     if outcome.status is TaskStatus.COMPLETED:
         task.result = r.result
         task.reason = None
     else:
         task.reason = r.reason
-    delay = r.retry_after if r.status is TaskStatus.RETRIED else _policy_delay(task, outcome)
-    await settle(s, task, outcome, now, delay=delay, reason=r.reason)
-    return task
-
-
-async def expire_lease(s: AsyncSession, task: Task, now: datetime) -> None:
-    """The lease ran out: the attempt failed (the caller holds the task's lock)."""
-    outcome = apply_report(
-        TaskStatus.IN_PROGRESS,
-        TaskStatus.FAILED,
-        attempts=task.attempts,
-        max_attempts=task.max_attempts,
-    )
-    task.reason = LEASE_EXPIRED
-    await settle(s, task, outcome, now, delay=_policy_delay(task, outcome), reason=LEASE_EXPIRED)
-
-
-async def settle(
-    s: AsyncSession,
-    task: Task,
-    outcome: ReportOutcome,
-    now: datetime,
-    *,
-    delay: timedelta | None,
-    reason: str | None,
-) -> None:
-    """Apply an outcome to a locked IN_PROGRESS task, log it, and cascade."""
-    previous = TaskStatus(task.status)
-    task.status = outcome.status
-    task.attempts = outcome.attempts
-    task.update_time = now
     if outcome.status.is_final:
         task.end_time = now
-    elif outcome.status.is_claimable:
-        if delay is not None and delay > timedelta(0):
-            task.not_before = now + delay  # opened by the maintenance loop when due
-        else:
-            task.claimable = await _job_allows_claims(s, task.job_id)
-            if task.claimable:
-                await tasks_ready(s, task.stage_type, task.job_id, task.stage_id, now)
-    await s.flush()
-    await task_moved(s, task, previous, now, reason)
-    stage = await bump_summary(s, task.stage_id, {previous: -1, outcome.status: 1}, now)
-    await settle_stage(s, stage, now)
+        return
+    delay = r.retry_after if r.status is TaskStatus.RETRIED else _policy_delay(task, outcome)
+    if delay is not None and delay > timedelta(0):
+        task.not_before = now + delay  # opened by the maintenance loop when due
 
 
-def _policy_delay(task: Task, outcome: ReportOutcome) -> timedelta | None:
+async def _reopen(s: AsyncSession, tasks: list[TaskView], now: datetime) -> None:
+    """Retries due now are claimable again if their job lets tasks be claimed."""
+    if not tasks:
+        return
+    open_jobs = await jobs_allowing_claims(s, list({t.job_id for t in tasks}))
+    woken: dict[str, TaskView] = {}
+    for task in tasks:
+        task.claimable = task.job_id in open_jobs
+        if task.claimable:
+            woken.setdefault(task.stage_type, task)
+    for stage_type, task in woken.items():
+        await tasks_ready(s, stage_type, task.job_id, task.stage_id, now)
+
+
+def _policy_delay(task: TaskView, outcome: ReportOutcome) -> timedelta | None:
     policy = RetryPolicy.from_json(task.retry_policy)
     if policy is None or outcome.status is not TaskStatus.RETRIED:
         return None
     return policy.delay_after(outcome.attempts)
 
 
-def _repeats_completion(task: Task, r: Report) -> bool:
-    return (
-        r.status is TaskStatus.COMPLETED
-        and TaskStatus(task.status) is TaskStatus.COMPLETED
-        and task.lease_id == r.lease_id
-    )
-
-
-async def _job_allows_claims(s: AsyncSession, job_id: uuid.UUID) -> bool:
-    # A share lock, so a concurrent pause either sees this task claimable and closes
-    # it, or commits first and is seen here.
-    status = (
-        await s.execute(select(Job.status).where(Job.id == job_id).with_for_update(read=True))
-    ).scalar_one()
-    return JobStatus(status) in CLAIMING_JOB_STATUSES
+async def expire_leases(s: AsyncSession, task_ids: Sequence[uuid.UUID], now: datetime) -> None:
+    """These leases ran out (the caller holds the tasks' locks): failed attempts."""
+    expired = Report(TaskStatus.FAILED, reason=LEASE_EXPIRED)
+    await settle_reports(s, [(task_id, expired) for task_id in task_ids], now)
 
 
 async def jobs_allowing_claims(s: AsyncSession, job_ids: list[uuid.UUID]) -> set[uuid.UUID]:
-    """Of these jobs, the ones whose tasks may be claimed now (share-locked, as above)."""
+    """Of these jobs, the ones whose tasks may be claimed now.
+
+    Share-locked, so a concurrent pause either sees a task made claimable here and
+    closes it, or commits first and is seen here.
+    """
     if not job_ids:
         return set()
     rows = await s.execute(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...db.models import Task
 from ...domain.errors import TaskNotFound
 from ...domain.statuses import StageStatus
 from ...services import stages as stage_service
@@ -165,6 +166,6 @@ async def dequeue(
         tasks = await claim_tasks(s, [stageType], lease=lease, worker=worker)
         if not tasks:
             raise TaskNotFound(f"No task of stage type '{stageType}' is ready to be claimed")
-        return task_out(tasks[0])
+        return task_out(cast(Task, tasks[0]))
 
     return await db.transaction(work)

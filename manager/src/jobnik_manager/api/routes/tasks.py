@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from datetime import datetime, timedelta
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Body, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...db.models import Task
 from ...domain.errors import DomainError
 from ...domain.statuses import TaskStatus
 from ...services import tasks as task_service
 from ...services.claims import claim_tasks
-from ...services.leases import heartbeat
+from ...services.leases import Beat, heartbeat, heartbeats
 from ...services.loading import load_task
-from ...services.reports import Report, report
-from ..deps import DatabaseDep, PageDep
+from ...services.reports import Report, report, settle_reports
+from ..deps import DatabaseDep, PageDep, WaitersDep
 from ..json_values import JsonObject
 from ..presenters import task_out
 from ..schemas import (
+    BatchHeartbeat,
+    BatchHeartbeatOut,
     BatchReport,
     BatchReportOut,
     ClaimOut,
@@ -27,6 +32,7 @@ from ..schemas import (
     ErrorMessage,
     Heartbeat,
     HeartbeatOut,
+    HeartbeatResultOut,
     OkMessage,
     Page,
     ReportResultOut,
@@ -61,17 +67,36 @@ def _report_of(payload: TaskStatusReport) -> Report:
 
 
 @router.post("/claim", response_model=ClaimOut, response_model_exclude_none=True, responses=ERRORS)
-async def claim_batch(db: DatabaseDep, payload: ClaimRequest) -> ClaimOut:
-    """Claim up to `limit` tasks of any of `stageTypes`; `items` is empty when none is ready."""
+async def claim_batch(db: DatabaseDep, waiters: WaitersDep, payload: ClaimRequest) -> ClaimOut:
+    """Claim up to `limit` tasks of any of `stageTypes`; `items` is empty when none is ready.
+
+    With `waitSeconds`, a claim that finds nothing waits up to that long for tasks of
+    those types to become ready (long poll) and answers as soon as it has some.
+    """
     lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
 
-    async def work(s: AsyncSession) -> ClaimOut:
-        tasks = await claim_tasks(
+    async def work(s: AsyncSession) -> list[Any]:
+        return await claim_tasks(
             s, payload.stage_types, limit=payload.limit, lease=lease, worker=payload.worker
         )
-        return ClaimOut(items=[task_out(t) for t in tasks])
 
-    return await db.transaction(work)
+    wait = payload.wait_seconds or 0.0
+    if wait <= 0:
+        rows = await db.transaction(work)
+    else:
+        deadline = asyncio.get_running_loop().time() + wait
+        # Registered before the first claim, so no wake-up in between is missed.
+        with waiters.waiting(payload.stage_types) as waiter:
+            while True:
+                waiter.event.clear()
+                rows = await db.transaction(work)
+                left = deadline - asyncio.get_running_loop().time()
+                if rows or left <= 0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(left):
+                        await waiter.event.wait()
+    return ClaimOut(items=[task_out(cast(Task, t)) for t in rows])
 
 
 @router.post(
@@ -79,20 +104,54 @@ async def claim_batch(db: DatabaseDep, payload: ClaimRequest) -> ClaimOut:
 )
 async def report_batch(db: DatabaseDep, payload: BatchReport) -> BatchReportOut:
     """Settle many tasks in one transaction; each report stands or falls on its own."""
+    items = [(item.task_id, _report_of(item)) for item in payload.reports]
 
     async def work(s: AsyncSession) -> BatchReportOut:
-        items: list[ReportResultOut] = []
-        for item in payload.reports:
-            try:
-                async with s.begin_nested():
-                    task = await report(s, item.task_id, _report_of(item))
-                items.append(ReportResultOut(task_id=item.task_id, task=task_out(task)))
-            except DomainError as exc:
-                error = ErrorMessage(message=exc.message, code=exc.code)
-                items.append(ReportResultOut(task_id=item.task_id, error=error))
-        return BatchReportOut(items=items)
+        answers = await settle_reports(s, items)
+        return BatchReportOut(
+            items=[
+                ReportResultOut(task_id=task_id, error=_error(answer))
+                if isinstance(answer, DomainError)
+                else ReportResultOut(task_id=task_id, task=task_out(cast(Task, answer)))
+                for (task_id, _), answer in zip(items, answers, strict=True)
+            ]
+        )
 
     return await db.transaction(work)
+
+
+@router.post(
+    "/heartbeats",
+    response_model=BatchHeartbeatOut,
+    response_model_exclude_none=True,
+    responses=ERRORS,
+)
+async def heartbeat_batch(db: DatabaseDep, payload: BatchHeartbeat) -> BatchHeartbeatOut:
+    """Extend many leases at once; each heartbeat is answered on its own, in order."""
+    lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
+    beats = [Beat(h.task_id, h.lease_id, h.progress) for h in payload.heartbeats]
+
+    async def work(s: AsyncSession) -> BatchHeartbeatOut:
+        answers = await heartbeats(s, beats, lease=lease)
+        return BatchHeartbeatOut(
+            items=[
+                HeartbeatResultOut(task_id=beat.task_id, error=_error(answer))
+                if isinstance(answer, DomainError)
+                else HeartbeatResultOut(
+                    task_id=beat.task_id,
+                    lease_expires_at=answer.lease_expires_at,
+                    cancel_requested=answer.cancel_requested,
+                    job_status=answer.job_status,
+                )
+                for beat, answer in zip(beats, answers, strict=True)
+            ]
+        )
+
+    return await db.transaction(work)
+
+
+def _error(exc: DomainError) -> ErrorMessage:
+    return ErrorMessage(message=exc.message, code=exc.code)
 
 
 @router.get("", response_model=Page[TaskOut], response_model_exclude_none=True)
@@ -148,7 +207,7 @@ async def report_task_status(
     r = _report_of(payload)
 
     async def work(s: AsyncSession) -> TaskOut:
-        return task_out(await report(s, taskId, r))
+        return task_out(cast(Task, await report(s, taskId, r)))
 
     return await db.transaction(work)
 

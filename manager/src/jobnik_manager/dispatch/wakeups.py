@@ -1,0 +1,129 @@
+"""Long-poll wake-ups: claims waiting for work of some stage types are woken when tasks
+of those types become claimable.
+
+A transaction that makes tasks claimable names their stage types (`note_ready`). After
+it commits, waiters in this process are woken at once; on PostgreSQL the same
+transaction also sends `NOTIFY jobnik_ready`, so every replica's listener wakes its own
+waiters. A wake-up is only a hint to claim again: a lost one costs at most the rest of
+a claim's wait, a spurious one an empty claim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncSession
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "jobnik_ready"
+# Session.info key: the stage types whose tasks this transaction made claimable.
+READY_TYPES = "ready_types"
+_RECONNECT = (0.5, 10.0)  # seconds: first and longest pause between listener reconnects
+
+
+def note_ready(s: AsyncSession, stage_types: Iterable[str]) -> None:
+    """Record, in the caller's transaction, that tasks of these types became claimable."""
+    s.info.setdefault(READY_TYPES, set()).update(stage_types)
+
+
+async def announce(s: AsyncSession) -> None:
+    """On PostgreSQL, queue the NOTIFY for the types noted so far; it is delivered on
+    commit and dropped on rollback, like the change it announces."""
+    types = s.info.get(READY_TYPES)
+    if types and s.get_bind().dialect.name == "postgresql":
+        await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": ",".join(types)})
+
+
+class Waiter:
+    """One claim waiting for tasks of `types`."""
+
+    __slots__ = ("event", "types")
+
+    def __init__(self, types: frozenset[str]) -> None:
+        self.types = types
+        self.event = asyncio.Event()
+
+
+class ReadyWaiters:
+    """The claims of this process that are waiting for work, by stage type."""
+
+    def __init__(self) -> None:
+        self._by_type: dict[str, set[Waiter]] = {}
+
+    @contextlib.contextmanager
+    def waiting(self, types: Iterable[str]) -> Iterator[Waiter]:
+        """Register before claiming, so that a wake-up between an empty claim and the
+        wait is not lost."""
+        waiter = Waiter(frozenset(types))
+        for t in waiter.types:
+            self._by_type.setdefault(t, set()).add(waiter)
+        try:
+            yield waiter
+        finally:
+            for t in waiter.types:
+                group = self._by_type.get(t)
+                if group is not None:
+                    group.discard(waiter)
+                    if not group:
+                        del self._by_type[t]
+
+    def wake_all(self) -> None:
+        for group in self._by_type.values():
+            for waiter in group:
+                waiter.event.set()
+
+    def wake(self, types: Iterable[str]) -> None:
+        for t in types:
+            for waiter in self._by_type.get(t, ()):
+                waiter.event.set()
+
+    def after_commit(self, info: dict[str, Any]) -> None:
+        types = info.get(READY_TYPES)
+        if types:
+            self.wake(types)
+
+
+def _asyncpg_dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def listen(url: str, waiters: ReadyWaiters) -> None:
+    """Wake this process's waiters on every replica's NOTIFY, reconnecting as needed."""
+    pause = _RECONNECT[0]
+    while True:
+        try:
+            async with _listening(url, waiters) as closed:
+                pause = _RECONNECT[0]
+                await closed.wait()
+            log.warning("wake-up listener lost its connection; reconnecting")
+        except (OSError, asyncpg.PostgresError) as exc:
+            log.warning("wake-up listener cannot connect (%s); retrying in %.1fs", exc, pause)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, _RECONNECT[1])
+
+
+@contextlib.asynccontextmanager
+async def _listening(url: str, waiters: ReadyWaiters) -> AsyncIterator[asyncio.Event]:
+    closed = asyncio.Event()
+    conn = await asyncpg.connect(_asyncpg_dsn(url))
+    try:
+        conn.add_termination_listener(lambda _c: closed.set())
+
+        def on_notify(_c: object, _pid: int, _channel: str, payload: str) -> None:
+            waiters.wake(payload.split(","))
+
+        await conn.add_listener(CHANNEL, on_notify)
+        # Claims that waited while the listener was away may have missed a wake-up.
+        waiters.wake_all()
+        yield closed
+    finally:
+        with contextlib.suppress(Exception):
+            await conn.close(timeout=2)
