@@ -1,0 +1,1166 @@
+"""Drain throughput: tasks created and run through a real manager, against a database ceiling.
+
+One run measures, on the database it is given (dropped and recreated first!):
+
+  * ceiling: pgbench on a plain queue table in the same PostgreSQL database, 8 clients,
+    each cycle claiming one row with `FOR UPDATE SKIP LOCKED` (one transaction) and then
+    completing it (another). Every throughput below is also given as a ratio to it, so
+    figures from machines (or days) of different speed compare;
+  * create: one `POST /v1/jobs` holding a stage of N no-op tasks;
+  * sdk: the SDK's `Worker` (concurrency 16, a no-op handler) in a process of its own;
+  * v1: 16 HTTP loops of `PATCH /v1/stages/{type}/tasks/dequeue` + `PUT .../status`;
+  * batch: 4 loops of `claim(limit=100)` + `report_many`, by hand with the SDK client.
+
+A drain's rate is N over the span from its first IN_PROGRESS event to its last COMPLETED
+event, both stamped by the manager. Every drain is checked afterwards: every task of its
+job COMPLETED, with exactly one COMPLETED event each, and the invariants of
+tests/support/invariants.py; any failure ends the run with exit status 1. Per-task costs
+come with the rates: the manager's and the worker's CPU time, PostgreSQL commits (from
+`pg_stat_database`) and statements (when `pg_stat_statements` is preloaded).
+
+    uv run python scripts/bench_drain.py                          # 20,000 tasks, 1 run
+    uv run python scripts/bench_drain.py --tasks 5000 --runs 3 --modes sdk,batch
+    uv run python scripts/bench_drain.py --compare-history 1000000   # exit 1 above 1.2x
+    uv run python scripts/bench_drain.py --url sqlite+aiosqlite:////tmp/bench_drain.db
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+import httpx
+from sqlalchemy import Uuid, bindparam, func, insert, select, text
+from sqlalchemy.engine import make_url
+
+from jobnik_manager.db import migrate
+from jobnik_manager.db.engine import Database
+from jobnik_manager.db.models import Event, Job, Stage, Task
+from jobnik_manager.db.types import UtcDateTime, utcnow
+from jobnik_sdk import JobnikClient, TaskContext, TaskReport, Worker
+
+DEFAULT_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_drain"
+# Where the ceiling is measured when the drains run on SQLite.
+CEILING_URL_FOR_SQLITE = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_drain_ceiling"
+MODES = ("create", "sdk", "v1", "batch")
+CHILD = "--drain-child"  # hidden sub-command: one drain in a process of its own
+SELF = Path(__file__).resolve()
+REPO = SELF.parents[1]
+TRACEPARENT = "00-" + "0" * 32 + "-" + "0" * 16 + "-01"
+FINAL_JOB_STATUSES = ("COMPLETED", "FAILED", "ABORTED")
+T = TypeVar("T")
+
+
+class BenchFailure(Exception):
+    """A drain did not end as it must: wrong statuses, events or invariants."""
+
+
+# ---- databases ----------------------------------------------------------------------
+
+
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def sqlite_path(url: str) -> Path:
+    return Path(url.split("///", 1)[1])
+
+
+def libpq_url(url: str) -> str:
+    """postgresql+asyncpg://... as asyncpg and libpq take it."""
+    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+def db_name(url: str) -> str:
+    name: str | None = make_url(url).database
+    if not name:
+        raise SystemExit(f"{url}: no database name")
+    return name
+
+
+async def recreate(url: str) -> None:
+    """Drop and create the database (PostgreSQL), or delete the file (SQLite)."""
+    if is_sqlite(url):
+        for suffix in ("", "-wal", "-shm"):
+            path = sqlite_path(url)
+            await asyncio.to_thread(path.with_name(path.name + suffix).unlink, missing_ok=True)
+        return
+    base, _, name = libpq_url(url).rpartition("/")
+    conn = await asyncpg.connect(f"{base}/postgres", timeout=10)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+async def pg_reachable(url: str) -> bool:
+    base = libpq_url(url).rpartition("/")[0]
+    try:
+        conn = await asyncpg.connect(f"{base}/postgres", timeout=5)
+    except (OSError, asyncpg.PostgresError, TimeoutError):
+        return False
+    await conn.close()
+    return True
+
+
+@contextlib.asynccontextmanager
+async def pg(url: str) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(libpq_url(url), timeout=10)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def database(url: str) -> AsyncIterator[Database]:
+    db = Database(url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+# ---- the ceiling --------------------------------------------------------------------
+
+# Two transactions per cycle (pgbench runs each statement outside BEGIN on its own):
+# claim the oldest unclaimed row, skipping rows other clients hold, then complete it.
+CEILING_SCRIPT = """\
+UPDATE bench_queue SET status = 'running', claimed = true, claimed_at = now()
+ WHERE id = (SELECT id FROM bench_queue WHERE NOT claimed ORDER BY id
+             LIMIT 1 FOR UPDATE SKIP LOCKED)
+ RETURNING id AS claimed_id \\gset
+UPDATE bench_queue SET status = 'done', done_at = now() WHERE id = :claimed_id;
+"""
+
+
+@dataclass
+class Ceiling:
+    cycles_per_s: float
+    clients: int
+    seconds: int
+    cycles: int
+    latency_ms: float | None
+    database: str
+
+
+async def fill_queue(url: str, rows: int) -> None:
+    async with pg(url) as conn:
+        await conn.execute(
+            """
+            CREATE TABLE IF NOT EXISTS bench_queue (
+                id bigserial PRIMARY KEY,
+                status text NOT NULL,
+                claimed boolean NOT NULL DEFAULT false,
+                payload json NOT NULL DEFAULT '{}',
+                claimed_at timestamptz,
+                done_at timestamptz
+            );
+            CREATE INDEX IF NOT EXISTS bench_queue_unclaimed ON bench_queue (id)
+                WHERE NOT claimed;
+            TRUNCATE bench_queue RESTART IDENTITY;
+            """
+        )
+        await conn.execute(
+            "INSERT INTO bench_queue (status) SELECT 'pending' FROM generate_series(1, $1)", rows
+        )
+        await conn.execute("VACUUM ANALYZE bench_queue")
+
+
+async def measure_ceiling(url: str, *, clients: int, seconds: int, rows: int) -> Ceiling:
+    """pgbench cycles/s of claim-one-row (SKIP LOCKED) + complete-it on a fresh queue."""
+    await fill_queue(url, rows)
+    u = make_url(url)
+    env = {**os.environ}
+    if u.password:
+        env["PGPASSWORD"] = u.password
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", prefix="bench_drain_") as script:
+        script.write(CEILING_SCRIPT)
+        script.flush()
+        cmd = [
+            "pgbench",
+            "-n",
+            "-c",
+            str(clients),
+            "-j",
+            str(min(2, clients)),
+            "-T",
+            str(seconds),
+            "-f",
+            script.name,
+            "-h",
+            u.host or "127.0.0.1",
+            "-p",
+            str(u.port or 5432),
+            "-U",
+            u.username or "postgres",
+            db_name(url),
+        ]
+        proc = await asyncio.create_subprocess_exec(
+            *cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        out_b, err_b = await proc.communicate()
+    out, err = out_b.decode(), err_b.decode()
+    tps = re.search(r"^tps = ([\d.]+)", out, re.MULTILINE)
+    if proc.returncode != 0 or tps is None or "aborted" in out.lower():
+        raise RuntimeError(f"pgbench failed ({proc.returncode}):\n{out}\n{err}")
+    async with pg(url) as conn:
+        left = await conn.fetchval("SELECT count(*) FROM bench_queue WHERE NOT claimed")
+    if not left:
+        raise RuntimeError(f"the ceiling ran out of rows; raise --ceiling-rows above {rows:,}")
+    processed = re.search(r"number of transactions actually processed: (\d+)", out)
+    latency = re.search(r"latency average = ([\d.]+) ms", out)
+    return Ceiling(
+        cycles_per_s=float(tps.group(1)),
+        clients=clients,
+        seconds=seconds,
+        cycles=int(processed.group(1)) if processed else 0,
+        latency_ms=float(latency.group(1)) if latency else None,
+        database=db_name(url),
+    )
+
+
+# ---- the manager --------------------------------------------------------------------
+
+
+class Manager:
+    """One real manager process (`jobnik_manager.cli serve`) on the benchmark database."""
+
+    def __init__(self, url: str, port: int) -> None:
+        self.url = url
+        self.base = f"http://127.0.0.1:{port}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JOBNIK_")}
+        env |= {
+            "JOBNIK_DATABASE_URL": url,
+            "JOBNIK_PORT": str(port),
+            "JOBNIK_LOG_LEVEL": "warning",
+            "JOBNIK_AUTO_MIGRATE": "false",
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jobnik_manager.cli", "serve"], env=env, cwd=REPO
+        )
+
+    async def ready(self) -> None:
+        async with httpx.AsyncClient(base_url=self.base, timeout=1) as http:
+            for _ in range(300):
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the manager exited with status {self.proc.returncode}")
+                with contextlib.suppress(httpx.TransportError):
+                    if (await http.get("/readiness")).status_code == 200:
+                        return
+                await asyncio.sleep(0.1)
+        raise RuntimeError("the manager did not become ready within 30 s")
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.proc.pid)
+
+    async def watch(self, work: Awaitable[T]) -> T:
+        """`work`'s result, or BenchFailure as soon as the manager process is gone."""
+        task = asyncio.ensure_future(work)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=0.5)
+                if done:
+                    return task.result()
+                if self.proc.poll() is not None:
+                    raise BenchFailure(f"the manager exited with status {self.proc.returncode}")
+        finally:
+            task.cancel()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), from /proc/<pid>/stat."""
+    raw = Path(f"/proc/{pid}/stat").read_text()
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# ---- per-task cost counters ---------------------------------------------------------
+
+
+@dataclass
+class Counters:
+    commits: int
+    statements: int | None
+
+
+async def enable_statement_stats(url: str) -> bool:
+    """pg_stat_statements, when the server preloads it (else False, silently)."""
+    try:
+        async with pg(url) as conn:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            await conn.fetchval("SELECT count(*) FROM pg_stat_statements")
+    except asyncpg.PostgresError:
+        return False
+    return True
+
+
+async def read_counters(url: str, statements: bool) -> Counters:
+    async with pg(url) as conn:
+        commits = await conn.fetchval(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        )
+        calls = None
+        if statements:
+            calls = await conn.fetchval(
+                "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements"
+                " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+    return Counters(int(commits), None if calls is None else int(calls))
+
+
+# ---- jobs ---------------------------------------------------------------------------
+
+
+async def create_job(base: str, stage_type: str, n: int) -> tuple[uuid.UUID, float]:
+    """One POST /v1/jobs with a stage of `n` no-op tasks; its id and how long it took."""
+    body = {
+        "name": "bench-drain",
+        "data": {},
+        "stages": [{"type": stage_type, "data": {}, "tasks": [{"data": {}}] * n}],
+    }
+    payload = json.dumps(body).encode()
+    async with httpx.AsyncClient(base_url=base, timeout=900) as http:
+        started = time.perf_counter()
+        response = await http.post(
+            "/v1/jobs", content=payload, headers={"Content-Type": "application/json"}
+        )
+        elapsed = time.perf_counter() - started
+    if response.status_code != 201:
+        raise BenchFailure(f"creating a job of {n:,} tasks: {response.status_code} {response.text}")
+    job = response.json()
+    created = len(job["stages"][0]["tasks"])
+    if created != n:
+        raise BenchFailure(f"asked for {n:,} tasks, the answer holds {created:,}")
+    return uuid.UUID(job["id"]), elapsed
+
+
+async def abort_job(base: str, job_id: uuid.UUID) -> None:
+    async with httpx.AsyncClient(base_url=base, timeout=900) as http:
+        r = await http.put(f"/v1/jobs/{job_id}/status", json={"status": "ABORTED"})
+        r.raise_for_status()
+
+
+async def warm_up(base: str, n: int) -> None:
+    """Open the manager's pool and warm its caches: a small job, drained in batches."""
+    if n <= 0:
+        return
+    stage_type = f"drain-warmup-{uuid.uuid4().hex[:6]}"
+    await create_job(base, stage_type, n)
+    async with JobnikClient(base) as client:
+        while tasks := await client.claim(stage_type, limit=min(100, n)):
+            await client.report_many(
+                [TaskReport.completed(t.id, lease_id=t.lease_id) for t in tasks]
+            )
+
+
+# ---- drains, in a child process -----------------------------------------------------
+
+
+async def drain_sdk(spec: dict[str, Any]) -> int:
+    """The SDK's Worker with a no-op handler until the job is finished."""
+    n: int = spec["tasks"]
+    handled = 0
+    all_handled = asyncio.Event()
+
+    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
+        nonlocal handled
+        handled += 1
+        if handled >= n:
+            all_handled.set()
+
+    worker: Worker[dict[str, Any]] = Worker(
+        spec["base"],
+        stage_types=spec["stage_type"],
+        handler=noop,
+        concurrency=spec["concurrency"],
+        handle_signals=False,
+    )
+    async with JobnikClient(spec["base"]) as client, worker:
+        await all_handled.wait()
+        # The last reports may still be on their way; the manager pushes nothing here.
+        while (await client.get_job(spec["job_id"])).status not in FINAL_JOB_STATUSES:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    return handled
+
+
+async def drain_v1(spec: dict[str, Any]) -> int:
+    """Reference v1 calls only: dequeue one, report it, until dequeue answers 404."""
+    loops: int = spec["loops"]
+    dequeue = f"/v1/stages/{spec['stage_type']}/tasks/dequeue"
+    done = 0
+    limits = httpx.Limits(max_connections=loops, max_keepalive_connections=loops)
+    async with httpx.AsyncClient(base_url=spec["base"], timeout=120, limits=limits) as http:
+
+        async def loop() -> None:
+            nonlocal done
+            while True:
+                r = await http.patch(dequeue)
+                if r.status_code == 404 and r.json().get("code") == "TASK_NOT_FOUND":
+                    return
+                r.raise_for_status()
+                r = await http.put(
+                    f"/v1/tasks/{r.json()['id']}/status", json={"status": "COMPLETED"}
+                )
+                r.raise_for_status()
+                done += 1
+
+        await asyncio.gather(*(loop() for _ in range(loops)))
+    return done
+
+
+async def drain_batch(spec: dict[str, Any]) -> int:
+    """Batch claims of `batch_size` and one report_many per batch, in `loops` loops."""
+    done = 0
+    async with JobnikClient(spec["base"], timeout=timedelta(minutes=5)) as client:
+
+        async def loop() -> None:
+            nonlocal done
+            while tasks := await client.claim(spec["stage_type"], limit=spec["batch_size"]):
+                outcomes = await client.report_many(
+                    [TaskReport.completed(t.id, lease_id=t.lease_id) for t in tasks]
+                )
+                refused = [o for o in outcomes if not o.ok]
+                if refused:
+                    raise RuntimeError(f"{len(refused)} report(s) refused, e.g. {refused[0]}")
+                done += len(tasks)
+
+        await asyncio.gather(*(loop() for _ in range(spec["loops"])))
+    return done
+
+
+DRAINS: dict[str, Callable[[dict[str, Any]], Awaitable[int]]] = {
+    "sdk": drain_sdk,
+    "v1": drain_v1,
+    "batch": drain_batch,
+}
+
+
+async def child_main(spec: dict[str, Any]) -> None:
+    """Say `ready`, wait for `go` on stdin, drain, and print `result {json}`."""
+    drain = DRAINS[spec["mode"]]
+    print("ready", flush=True)
+    line = await asyncio.to_thread(sys.stdin.readline)
+    if line.strip() != "go":
+        return
+    cpu, started = time.process_time(), time.perf_counter()
+    handled = await drain(spec)
+    result = {
+        "handled": handled,
+        "cpu_s": time.process_time() - cpu,
+        "wall_s": time.perf_counter() - started,
+    }
+    print("result " + json.dumps(result), flush=True)
+
+
+class Child:
+    """This script run as `--drain-child SPEC`: imported and ready before `go`."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(SELF),
+            CHILD,
+            json.dumps(self.spec),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=REPO,
+        )
+        line = await self._line(120)
+        if line != "ready":
+            raise BenchFailure(f"the {self.spec['mode']} drain process did not start: {line!r}")
+
+    async def go(self) -> None:
+        assert self.proc and self.proc.stdin
+        self.proc.stdin.write(b"go\n")
+        await self.proc.stdin.drain()
+
+    async def result(self, limit_s: float) -> dict[str, Any]:
+        assert self.proc
+        line = await self._line(limit_s)
+        code = await self.proc.wait()
+        if not line.startswith("result ") or code != 0:
+            raise BenchFailure(f"the {self.spec['mode']} drain process failed (exit {code})")
+        result: dict[str, Any] = json.loads(line.removeprefix("result "))
+        return result
+
+    async def _line(self, limit_s: float) -> str:
+        assert self.proc and self.proc.stdout
+        try:
+            raw = await asyncio.wait_for(self.proc.stdout.readline(), limit_s)
+        except TimeoutError:
+            self.kill()
+            raise BenchFailure(
+                f"the {self.spec['mode']} drain took longer than {limit_s:.0f} s"
+            ) from None
+        return raw.decode().strip()
+
+    def kill(self) -> None:
+        if self.proc and self.proc.returncode is None:
+            self.proc.kill()
+
+
+# ---- checks -------------------------------------------------------------------------
+
+
+@dataclass
+class DrainFacts:
+    span_s: float
+    claims: int
+
+
+async def verify_drain(url: str, job_id: uuid.UUID, n: int) -> DrainFacts:
+    """From the database: the job COMPLETED, each of its `n` tasks COMPLETED with exactly
+    one COMPLETED event; and the span from the first claim to the last completion."""
+    async with database(url) as db, db.sessions() as s:
+        status = (await s.execute(select(Job.status).where(Job.id == job_id))).scalar_one()
+        tasks = dict(
+            (await s.execute(select(Task.id, Task.status).where(Task.job_id == job_id))).all()
+        )
+        done_events = Counter(
+            (
+                await s.execute(
+                    select(Event.task_id).where(
+                        Event.job_id == job_id,
+                        Event.entity == "TASK",
+                        Event.to_status == "COMPLETED",
+                    )
+                )
+            ).scalars()
+        )
+        claims, first, last = (
+            await s.execute(
+                select(
+                    func.count().filter(Event.to_status == "IN_PROGRESS"),
+                    func.min(Event.time).filter(Event.to_status == "IN_PROGRESS"),
+                    func.max(Event.time).filter(Event.to_status == "COMPLETED"),
+                ).where(Event.job_id == job_id, Event.entity == "TASK")
+            )
+        ).one()
+    problems = []
+    if status != "COMPLETED":
+        problems.append(f"job {job_id} is {status}")
+    if len(tasks) != n:
+        problems.append(f"the job has {len(tasks):,} tasks, not {n:,}")
+    not_done = Counter(s for s in tasks.values() if s != "COMPLETED")
+    if not_done:
+        problems.append(f"tasks not COMPLETED: {dict(not_done)}")
+    missing = [t for t in tasks if done_events[t] == 0]
+    repeated = [t for t, k in done_events.items() if k > 1]
+    strays = [t for t in done_events if t not in tasks]
+    if missing:
+        problems.append(f"{len(missing):,} task(s) without a COMPLETED event, e.g. {missing[0]}")
+    if repeated:
+        problems.append(f"{len(repeated):,} task(s) with several COMPLETED events")
+    if strays:
+        problems.append(f"{len(strays):,} COMPLETED event(s) of tasks not in the job")
+    if problems or first is None or last is None:
+        raise BenchFailure(f"drain of job {job_id}: " + "; ".join(problems or ["no events"]))
+    return DrainFacts(span_s=(last - first).total_seconds(), claims=int(claims))
+
+
+async def check_invariants(url: str) -> None:
+    """tests/support/invariants.py's assert_invariants on the whole database."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from tests.support.invariants import assert_invariants
+
+    async with database(url) as db:
+        try:
+            await assert_invariants(db)
+        except AssertionError as exc:
+            raise BenchFailure(f"invariant broken: {exc}") from exc
+
+
+# ---- finished history ---------------------------------------------------------------
+
+TASK_COLUMNS = (
+    "id, stage_id, job_id, stage_type, priority_rank, claimable, status, attempts,"
+    " max_attempts, data, user_metadata, traceparent, creation_time, update_time,"
+    " start_time, end_time, worker"
+)
+HISTORY_TASKS_PG = f"""
+INSERT INTO tasks ({TASK_COLUMNS})
+SELECT gen_random_uuid(), CAST(:stage_id AS uuid), CAST(:job_id AS uuid),
+       CAST(:stage_type AS varchar), 2, false, 'COMPLETED', 1, 1, CAST('{{}}' AS json),
+       CAST('{{}}' AS json), CAST(:traceparent AS varchar), CAST(:now AS timestamptz),
+       CAST(:now AS timestamptz), CAST(:now AS timestamptz), CAST(:now AS timestamptz),
+       'history'
+FROM generate_series(1, CAST(:n AS integer))
+"""
+HISTORY_TASKS_SQLITE = f"""
+WITH RECURSIVE series(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM series WHERE i < :n)
+INSERT INTO tasks ({TASK_COLUMNS})
+SELECT lower(hex(randomblob(16))), :stage_id, :job_id, :stage_type, 2, 0,
+       'COMPLETED', 1, 1, '{{}}', '{{}}', :traceparent, :now, :now, :now, :now, 'history'
+FROM series
+"""
+# Each finished task leaves three events: created, claimed, completed.
+HISTORY_EVENTS = """
+INSERT INTO events (job_id, entity, entity_id, stage_id, task_id, from_status, to_status,
+                    attempt, worker, time)
+SELECT t.job_id, 'TASK', t.id, t.stage_id, t.id, m.from_status, m.to_status, m.attempt,
+       'history', t.end_time
+FROM tasks t CROSS JOIN (
+    SELECT 1 AS step, NULL AS from_status, 'PENDING' AS to_status, 0 AS attempt
+    UNION ALL SELECT 2, 'PENDING', 'IN_PROGRESS', 1
+    UNION ALL SELECT 3, 'IN_PROGRESS', 'COMPLETED', 1
+) m
+WHERE t.stage_id = :stage_id
+ORDER BY t.seq, m.step
+"""
+
+
+async def add_history(url: str, stage_types: list[str], total: int) -> float:
+    """Insert `total` COMPLETED tasks (with their events), spread over `stage_types`, each
+    type in a finished job and stage of its own; then VACUUM ANALYZE. Seconds taken."""
+    started = time.perf_counter()
+    now = utcnow()
+    share, extra = divmod(total, len(stage_types))
+    tasks_sql = HISTORY_TASKS_SQLITE if is_sqlite(url) else HISTORY_TASKS_PG
+    binds = (
+        bindparam("job_id", type_=Uuid()),
+        bindparam("stage_id", type_=Uuid()),
+        bindparam("now", type_=UtcDateTime()),
+    )
+    async with database(url) as db:
+        for i, stage_type in enumerate(stage_types):
+            n = share + (1 if i < extra else 0)
+            if n == 0:
+                continue
+            job_id, stage_id = uuid.uuid4(), uuid.uuid4()
+            common = {"data": {}, "user_metadata": {}, "traceparent": TRACEPARENT}
+            times = {"creation_time": now, "update_time": now}
+            async with db.sessions() as s, s.begin():
+                await s.execute(
+                    insert(Job).values(
+                        id=job_id,
+                        name="bench-history",
+                        priority="MEDIUM",
+                        status="COMPLETED",
+                        percentage=100,
+                        **common,
+                        **times,
+                    )
+                )
+                await s.execute(
+                    insert(Stage).values(
+                        id=stage_id,
+                        job_id=job_id,
+                        type=stage_type,
+                        stage_order=1,
+                        status="COMPLETED",
+                        percentage=100,
+                        created=0,
+                        pending=0,
+                        in_progress=0,
+                        retried=0,
+                        completed=n,
+                        failed=0,
+                        aborted=0,
+                        **common,
+                        **times,
+                    )
+                )
+                params = {
+                    "job_id": job_id,
+                    "stage_id": stage_id,
+                    "stage_type": stage_type,
+                    "traceparent": TRACEPARENT,
+                    "now": now,
+                    "n": n,
+                }
+                await s.execute(text(tasks_sql).bindparams(*binds), params)
+                await s.execute(text(HISTORY_EVENTS).bindparams(binds[1]), {"stage_id": stage_id})
+    if is_sqlite(url):
+        async with database(url) as db, db.engine.connect() as conn:
+            await conn.execute(text("ANALYZE"))
+    else:
+        async with pg(url) as conn:
+            await conn.execute("VACUUM ANALYZE")
+    return time.perf_counter() - started
+
+
+# ---- measurements -------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    mode: str
+    label: str
+    tasks: int
+    rate: float  # tasks/s
+    seconds: float  # the span the rate is taken over
+    ratio: float | None  # rate / the ceiling measured in the same run
+    wall_s: float
+    manager_cpu_ms: float  # per task
+    worker_cpu_ms: float | None  # per task
+    commits: float | None  # per task
+    statements: float | None  # per task
+    claims: float | None  # IN_PROGRESS events per task: 1.0 unless something went wrong
+
+
+@dataclass
+class Run:
+    phase: str
+    ceiling: Ceiling | None
+    results: list[Result] = field(default_factory=list)
+
+
+@dataclass
+class Bench:
+    args: argparse.Namespace
+    manager: Manager
+    statements: bool
+
+    @property
+    def url(self) -> str:
+        url: str = self.args.url
+        return url
+
+    @property
+    def pg_counters(self) -> bool:
+        return not is_sqlite(self.url)
+
+    def label(self, mode: str, n: int) -> str:
+        a = self.args
+        return {
+            "create": f"create {n:,} tasks in one call",
+            "sdk": f"sdk Worker, concurrency {a.concurrency}",
+            "v1": f"v1 dequeue + PUT status, {a.v1_loops} loops",
+            "batch": f"batch claim({a.batch_size}) + report_many, {a.batch_loops} loops",
+        }[mode]
+
+    async def counters(self) -> Counters | None:
+        return await read_counters(self.url, self.statements) if self.pg_counters else None
+
+    def per_task(self, before: Counters | None, after: Counters | None, n: int) -> dict[str, Any]:
+        if before is None or after is None:
+            return {"commits": None, "statements": None}
+        statements = None
+        if before.statements is not None and after.statements is not None:
+            statements = (after.statements - before.statements) / n
+        return {"commits": (after.commits - before.commits) / n, "statements": statements}
+
+    async def create(self, stage_type: str, ceiling: Ceiling | None) -> Result:
+        n = self.args.tasks
+        before, cpu = await self.counters(), self.manager.cpu_seconds()
+        job_id, elapsed = await self.manager.watch(create_job(self.manager.base, stage_type, n))
+        cpu = self.manager.cpu_seconds() - cpu
+        end = time.monotonic()
+        async with database(self.url) as db, db.sessions() as s:
+            count = (
+                await s.execute(select(func.count()).where(Task.job_id == job_id))
+            ).scalar_one()
+        if count != n:
+            raise BenchFailure(f"job {job_id} has {count:,} tasks in the database, not {n:,}")
+        await self.settle(end)
+        after = await self.counters()
+        await abort_job(self.manager.base, job_id)  # leaves nothing claimable behind
+        rate = n / elapsed
+        return Result(
+            mode="create",
+            label=self.label("create", n),
+            tasks=n,
+            rate=rate,
+            seconds=elapsed,
+            ratio=rate / ceiling.cycles_per_s if ceiling else None,
+            wall_s=elapsed,
+            manager_cpu_ms=cpu * 1000 / n,
+            worker_cpu_ms=None,
+            claims=None,
+            **self.per_task(before, after, n),
+        )
+
+    async def drain(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
+        a = self.args
+        n = min(a.tasks, a.v1_tasks) if mode == "v1" else a.tasks
+        job_id, _ = await create_job(self.manager.base, stage_type, n)
+        spec = {
+            "mode": mode,
+            "base": self.manager.base,
+            "stage_type": stage_type,
+            "job_id": str(job_id),
+            "tasks": n,
+            "concurrency": a.concurrency,
+            "loops": a.v1_loops if mode == "v1" else a.batch_loops,
+            "batch_size": a.batch_size,
+        }
+        child = Child(spec)
+        try:
+            await child.start()
+            before, cpu = await self.counters(), self.manager.cpu_seconds()
+            started = time.perf_counter()
+            await child.go()
+            outcome = await self.manager.watch(child.result(a.timeout))
+        finally:
+            child.kill()
+        wall = time.perf_counter() - started
+        cpu = self.manager.cpu_seconds() - cpu
+        await self.settle(time.monotonic())
+        after = await self.counters()
+        facts = await verify_drain(self.url, job_id, n)
+        await check_invariants(self.url)
+        rate = n / facts.span_s if facts.span_s > 0 else float("inf")
+        return Result(
+            mode=mode,
+            label=self.label(mode, n),
+            tasks=n,
+            rate=rate,
+            seconds=facts.span_s,
+            ratio=rate / ceiling.cycles_per_s if ceiling else None,
+            wall_s=wall,
+            manager_cpu_ms=cpu * 1000 / n,
+            worker_cpu_ms=outcome["cpu_s"] * 1000 / n,
+            claims=facts.claims / n,
+            **self.per_task(before, after, n),
+        )
+
+    async def settle(self, since: float) -> None:
+        """PostgreSQL publishes an idle backend's commit counts up to 10 s late."""
+        if self.pg_counters:
+            await asyncio.sleep(max(0.0, self.args.settle - (time.monotonic() - since)))
+
+
+async def measure_runs(
+    bench: Bench,
+    *,
+    phase: str,
+    modes: list[str],
+    types: dict[tuple[int, str], str],
+    ceiling_url: str | None,
+) -> list[Run]:
+    a = bench.args
+    runs = []
+    for i in range(a.runs):
+        ceiling = None
+        if ceiling_url:
+            ceiling = await measure_ceiling(
+                ceiling_url,
+                clients=a.ceiling_clients,
+                seconds=a.ceiling_seconds,
+                rows=a.ceiling_rows,
+            )
+            say(f"[{phase} run {i + 1}] ceiling {ceiling.cycles_per_s:,.0f} cycles/s")
+        run = Run(phase=phase, ceiling=ceiling)
+        for mode in modes:
+            if mode == "create":
+                result = await bench.create(types[i, mode], ceiling)
+            else:
+                result = await bench.drain(mode, types[i, mode], ceiling)
+            say(f"[{phase} run {i + 1}] {result.label}: {describe_rate(result)}")
+            run.results.append(result)
+        runs.append(run)
+    return runs
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---- reporting ----------------------------------------------------------------------
+
+
+def fmt_rate(rate: float) -> str:
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:,.1f}"
+
+
+def fmt_ratio(ratio: float | None) -> str:
+    if ratio is None:
+        return "-"
+    return f"{ratio:.3f}x" if ratio < 0.1 else f"{ratio:.2f}x"
+
+
+def fmt_num(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def describe_rate(r: Result) -> str:
+    return f"{fmt_rate(r.rate)} tasks/s ({fmt_ratio(r.ratio)}) over {r.seconds:.1f} s"
+
+
+def median_or_none(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def summarize(runs: list[Run]) -> dict[str, Any]:
+    """Medians over the runs: the ceiling, and per mode each figure."""
+    ceilings = [r.ceiling.cycles_per_s for r in runs if r.ceiling]
+    modes: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for res in run.results:
+            modes.setdefault(res.mode, {"label": res.label, "tasks": res.tasks, "samples": []})
+            modes[res.mode]["samples"].append(res)
+    summary: dict[str, Any] = {
+        "ceiling": statistics.median(ceilings) if ceilings else None,
+        "ceilings": ceilings,
+        "modes": {},
+    }
+    for mode, entry in modes.items():
+        samples: list[Result] = entry["samples"]
+        summary["modes"][mode] = {
+            "label": entry["label"],
+            "tasks": entry["tasks"],
+            "rate": statistics.median(r.rate for r in samples),
+            "ratio": median_or_none([r.ratio for r in samples]),
+            "ratios": [r.ratio for r in samples],
+            "rates": [r.rate for r in samples],
+            **{
+                key: median_or_none([getattr(r, key) for r in samples])
+                for key in (
+                    "manager_cpu_ms",
+                    "worker_cpu_ms",
+                    "commits",
+                    "statements",
+                    "claims",
+                    "seconds",
+                )
+            },
+        }
+    return summary
+
+
+def print_phase(title: str, summary: dict[str, Any], ceiling_note: str, runs: int) -> None:
+    print(f"\n{title}")
+    ceiling = summary["ceiling"]
+    if ceiling is None:
+        print(f"  ceiling: not measured ({ceiling_note})")
+    else:
+        each = " / ".join(f"{c:,.0f}" for c in summary["ceilings"])
+        spread = f"   (runs: {each})" if runs > 1 else ""
+        print(f"  ceiling {ceiling_note}: {ceiling:,.0f} cycles/s{spread}")
+    head = (
+        f"  {'mode':<44}{'tasks':>8}{'tasks/s':>10}{'x ceil':>9}{'span s':>9}"
+        f"{'mgr CPU':>9}{'wkr CPU':>9}{'commits':>9}{'stmts':>7}"
+    )
+    print(head)
+    units = f"{'ms/task':>9}{'ms/task':>9}{'/task':>9}{'/task':>7}"
+    print(f"  {'':<80}{units}")
+    for m in summary["modes"].values():
+        print(
+            f"  {m['label']:<44}{m['tasks']:>8,}{fmt_rate(m['rate']):>10}{fmt_ratio(m['ratio']):>9}"
+            f"{m['seconds']:>9.1f}{fmt_num(m['manager_cpu_ms']):>9}{fmt_num(m['worker_cpu_ms']):>9}"
+            f"{fmt_num(m['commits']):>9}{fmt_num(m['statements'], 1):>7}"
+        )
+    if runs > 1:
+        for m in summary["modes"].values():
+            each = " / ".join(fmt_ratio(r) for r in m["ratios"])
+            rates = " / ".join(fmt_rate(r) for r in m["rates"])
+            print(f"  runs of {m['label']}: {rates} tasks/s ({each})")
+    for m in summary["modes"].values():
+        if m["claims"] is not None and abs(m["claims"] - 1) > 1e-9:
+            print(f"  note: {m['label']}: {m['claims']:.3f} claims per task (expected 1)")
+
+
+# ---- main ---------------------------------------------------------------------------
+
+
+async def benchmark(args: argparse.Namespace) -> int:
+    sqlite = is_sqlite(args.url)
+    ceiling_url: str | None = args.ceiling_url or (CEILING_URL_FOR_SQLITE if sqlite else args.url)
+    if ceiling_url is not None and not await pg_reachable(ceiling_url):
+        if not sqlite:
+            raise SystemExit(f"PostgreSQL is not reachable at {ceiling_url}")
+        say(f"PostgreSQL is not reachable at {ceiling_url}: no ceiling, no ratios")
+        ceiling_url = None
+    await recreate(args.url)
+    if ceiling_url and ceiling_url != args.url:
+        await recreate(ceiling_url)
+    await asyncio.to_thread(migrate.upgrade, args.url)
+    statements = not sqlite and await enable_statement_stats(args.url)
+
+    backend = (
+        f"SQLite ({sqlite_path(args.url)})"
+        if sqlite
+        else f"PostgreSQL (database {db_name(args.url)})"
+    )
+    if ceiling_url is None:
+        ceiling_note = "PostgreSQL not reachable"
+    elif sqlite:
+        ceiling_note = (
+            f"(PostgreSQL, database {db_name(ceiling_url)}; the drains run on SQLite; "
+            f"pgbench claim+complete, {args.ceiling_clients} clients, {args.ceiling_seconds} s)"
+        )
+    else:
+        ceiling_note = (
+            f"(pgbench claim+complete, {args.ceiling_clients} clients, {args.ceiling_seconds} s)"
+        )
+
+    token = uuid.uuid4().hex[:6]
+    if args.compare_history is not None:
+        phases = [("empty", 0, ["sdk"]), ("history", args.compare_history, ["sdk"])]
+    else:
+        phases = [("bench", args.history, args.modes)]
+    plans = [
+        {(i, m): f"drain-{m}-{p}{i + 1}-{token}" for i in range(args.runs) for m in modes}
+        for p, _, modes in phases
+    ]
+
+    report: dict[str, Any] = {
+        "backend": backend,
+        "url": args.url,
+        "ceiling_url": ceiling_url,
+        "cpus": os.cpu_count(),
+        "config": {k: v for k, v in vars(args).items()},
+        "pg_stat_statements": statements,
+        "phases": [],
+    }
+    manager = Manager(args.url, args.port)
+    exit_code = 0
+    try:
+        await manager.ready()
+        await warm_up(manager.base, args.warmup)
+        bench = Bench(args=args, manager=manager, statements=statements)
+        for (phase, history, modes), types in zip(phases, plans, strict=True):
+            history_s = None
+            if history:
+                say(f"adding {history:,} finished tasks ...")
+                history_s = await add_history(args.url, sorted(set(types.values())), history)
+                say(f"added {history:,} finished tasks in {history_s:.1f} s")
+            runs = await measure_runs(
+                bench, phase=phase, modes=modes, types=types, ceiling_url=ceiling_url
+            )
+            report["phases"].append(
+                {
+                    "phase": phase,
+                    "history": history,
+                    "history_insert_s": history_s,
+                    "runs": [asdict(r) for r in runs],
+                    "summary": summarize(runs),
+                }
+            )
+    except BenchFailure as exc:
+        print(f"\nFAILED: {exc}", file=sys.stderr)
+        exit_code = 1
+    finally:
+        manager.stop()
+
+    print(f"\nDrain benchmark: {backend}, one manager process, {os.cpu_count()} CPUs")
+    no_statements = "" if statements or sqlite else "; no pg_stat_statements: no statement counts"
+    print(
+        f"  {args.runs} run(s), medians; ratios are to the ceiling of the same run{no_statements}"
+    )
+    for phase in report["phases"]:
+        history = phase["history"]
+        title = (
+            f"{phase['phase']}: {history:,} finished tasks in the database"
+            if history
+            else f"{phase['phase']}: no finished history"
+        )
+        print_phase(title, phase["summary"], ceiling_note, args.runs)
+    if args.compare_history is not None and len(report["phases"]) == 2:
+        empty, full = (p["summary"]["modes"]["sdk"] for p in report["phases"])
+        raw = empty["rate"] / full["rate"]
+        normalised = empty["ratio"] / full["ratio"] if empty["ratio"] and full["ratio"] else None
+        slowdown = normalised if normalised is not None else raw
+        print(
+            f"\nsdk drain, empty / {args.compare_history:,} finished tasks: {raw:.2f}x"
+            f" in tasks/s, {fmt_num(normalised)}x in ceiling ratios"
+            f" (must stay within {args.max_history_ratio}x)"
+        )
+        report["history_slowdown"] = {"raw": raw, "normalised": normalised}
+        if slowdown > args.max_history_ratio:
+            print(f"FAILED: {slowdown:.2f}x is above {args.max_history_ratio}x", file=sys.stderr)
+            exit_code = 1
+    if args.json:
+        out = json.dumps(report, indent=2, default=str) + "\n"
+        await asyncio.to_thread(Path(args.json).write_text, out)
+        print(f"\nwrote {args.json}")
+    return exit_code
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", default=DEFAULT_URL, help="database to use (dropped first!)")
+    parser.add_argument(
+        "--ceiling-url",
+        help="PostgreSQL database for the pgbench ceiling (default: --url; for SQLite "
+        f"{CEILING_URL_FOR_SQLITE}, dropped first)",
+    )
+    parser.add_argument("--modes", default="create,sdk,v1,batch", help="of " + ",".join(MODES))
+    parser.add_argument("--tasks", type=int, default=20_000, help="tasks per job")
+    parser.add_argument("--v1-tasks", type=int, default=5_000, help="tasks of the v1 drain")
+    parser.add_argument("--concurrency", type=int, default=16, help="the sdk Worker's")
+    parser.add_argument("--v1-loops", type=int, default=16)
+    parser.add_argument("--batch-loops", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=1, help="interleaved repetitions")
+    parser.add_argument("--history", type=int, default=0, help="finished tasks to add first")
+    parser.add_argument(
+        "--compare-history",
+        type=int,
+        metavar="N",
+        help="sdk drain on the empty database, then with N finished tasks; exit 1 when "
+        "slower by more than --max-history-ratio",
+    )
+    parser.add_argument("--max-history-ratio", type=float, default=1.2)
+    parser.add_argument("--port", type=int, default=8793)
+    parser.add_argument("--ceiling-clients", type=int, default=8)
+    parser.add_argument("--ceiling-seconds", type=int, default=10)
+    parser.add_argument("--ceiling-rows", type=int, default=400_000)
+    parser.add_argument("--warmup", type=int, default=200, help="tasks drained before measuring")
+    parser.add_argument(
+        "--settle", type=float, default=11.0, help="seconds for commit counts to land"
+    )
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per drain")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = set(args.modes) - set(MODES)
+    if unknown or not args.modes:
+        parser.error(f"--modes takes some of {','.join(MODES)}")
+    if args.compare_history is not None and args.history:
+        parser.error("--compare-history and --history do not go together")
+    if args.tasks < 1 or args.v1_tasks < 1 or args.runs < 1:
+        parser.error("--tasks, --v1-tasks and --runs must be positive")
+    return args
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == CHILD:
+        try:
+            asyncio.run(child_main(json.loads(sys.argv[2])))
+        except Exception:
+            traceback.print_exc()
+            sys.exit(1)
+        return
+    sys.exit(asyncio.run(benchmark(parse_args())))
+
+
+if __name__ == "__main__":
+    main()
