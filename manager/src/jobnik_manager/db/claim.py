@@ -11,14 +11,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, func, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Select,
+    bindparam,
+    func,
+    insert,
+    literal,
+    null,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..domain.statuses import TaskStatus
-from .models import Task
+from .models import EVENTS, STAGES, TASKS, Task
+from .types import UtcDateTime
 
 TASK_COLUMNS = tuple(Task.__table__.c)
 
@@ -88,3 +101,108 @@ async def claim_rows(
 
 def _with_previous(row: Row[Any], previous: str) -> Any:
     return SimpleNamespace(**row._mapping, previous=previous)
+
+
+@cache
+def claim_statement(single_type: bool) -> Select[Any]:
+    """PostgreSQL: the whole claim as one statement, so it can run as a transaction of
+    its own and hold the stage's summary row only while it runs.
+
+    Data-modifying CTEs claim the tasks, log their moves and bump their stages'
+    summaries; the rows are the claimed tasks with `previous` and `stage_status` (the
+    stage's status, PENDING when this may be its first claim). Binds `types` (one
+    string when `single_type`, else a list), `n`, `now`, `expires`, `seconds`, `worker`.
+    """
+    now = bindparam("now", type_=UtcDateTime())
+    # Equality keeps the plan a plain ordered index scan.
+    of_types = (
+        Task.stage_type == bindparam("types")
+        if single_type
+        else Task.stage_type.in_(bindparam("types", expanding=True))
+    )
+    picked = select(Task.seq, Task.status.label("previous")).where(Task.claimable, of_types)
+    chosen = (
+        picked.order_by(Task.priority_rank, Task.seq)
+        .limit(bindparam("n"))
+        .with_for_update(skip_locked=True)
+        .cte("picked")
+    )
+    claimed = (
+        update(TASKS)
+        .where(TASKS.c.seq == chosen.c.seq)
+        .values(
+            status=TaskStatus.IN_PROGRESS,
+            claimable=False,
+            start_time=now,
+            update_time=now,
+            lease_id=func.gen_random_uuid(),
+            lease_expires_at=bindparam("expires", type_=UtcDateTime()),
+            lease_seconds=bindparam("seconds"),
+            worker=bindparam("worker"),
+            progress=None,
+        )
+        .returning(*TASKS.c, chosen.c.previous)
+        .cte("claimed")
+    )
+    c = claimed.c
+    logged = insert(EVENTS).from_select(
+        EVENT_COLUMNS,
+        select(
+            c.job_id,
+            literal("TASK"),
+            c.id,
+            c.stage_id,
+            c.id,
+            c.previous,
+            literal(TaskStatus.IN_PROGRESS.value),
+            c.attempts,
+            c.lease_id,
+            c.worker,
+            null(),
+            now,
+        ).order_by(c.priority_rank, c.seq),
+    )
+    counted = (
+        select(
+            c.stage_id,
+            func.count().filter(c.previous == TaskStatus.PENDING.value).label("pending"),
+            func.count().filter(c.previous == TaskStatus.RETRIED.value).label("retried"),
+            func.count().label("claimed"),
+        )
+        .group_by(c.stage_id)
+        .cte("counted")
+    )
+    bumped = (
+        update(STAGES)
+        .where(STAGES.c.id == counted.c.stage_id)
+        .values(
+            pending=STAGES.c.pending - counted.c.pending,
+            retried=STAGES.c.retried - counted.c.retried,
+            in_progress=STAGES.c.in_progress + counted.c.claimed,
+            update_time=now,
+        )
+        .returning(STAGES.c.id, STAGES.c.status)
+        .cte("bumped")
+    )
+    return (
+        select(claimed, bumped.c.status.label("stage_status"))
+        .join(bumped, bumped.c.id == c.stage_id)
+        .add_cte(logged.cte("logged"))
+        .order_by(c.priority_rank, c.seq)
+    )
+
+
+EVENT_COLUMNS = (
+    "job_id",
+    "entity",
+    "entity_id",
+    "stage_id",
+    "task_id",
+    "from_status",
+    "to_status",
+    "attempt",
+    "lease_id",
+    "worker",
+    "reason",
+    "time",
+)

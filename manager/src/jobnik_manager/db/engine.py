@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -122,6 +123,24 @@ class Database:
                 if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):
                     raise
                 log.info("transaction conflict, retrying (attempt %d): %s", attempt, exc.orig)
+                await asyncio.sleep(0.01 * attempt)
+        raise AssertionError("unreachable")
+
+    async def statement(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """Run `work`, a single statement, as a transaction of its own (autocommit).
+
+        Row locks it takes last only as long as the statement runs, not a round trip
+        more for the COMMIT. Retried like `transaction`.
+        """
+        for attempt in range(1, _MAX_TX_ATTEMPTS + 1):
+            try:
+                async with self.engine.connect() as conn:
+                    auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                    return await work(auto)
+            except DBAPIError as exc:
+                if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):
+                    raise
+                log.info("statement conflict, retrying (attempt %d): %s", attempt, exc.orig)
                 await asyncio.sleep(0.01 * attempt)
         raise AssertionError("unreachable")
 

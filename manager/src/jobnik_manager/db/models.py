@@ -195,3 +195,4 @@ class OutboxMessage(Base):
 # The tables, typed as such, for Core statements on the hot paths.
 TASKS = cast(Table, Task.__table__)
 STAGES = cast(Table, Stage.__table__)
+EVENTS = cast(Table, Event.__table__)

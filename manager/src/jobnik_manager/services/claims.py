@@ -13,9 +13,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from ..db.claim import claim_rows
+from ..db.claim import claim_rows, claim_statement
+from ..db.engine import Database
 from ..db.models import Job, Stage
 from ..db.types import utcnow
 from ..domain.leases import DEFAULT_LEASE
@@ -47,14 +48,57 @@ async def claim_tasks(
     # The summary UPDATE holds the stage's lock: a PENDING stage seen here starts now.
     unstarted = [st for st in stages if st.status is StageStatus.PENDING]
     if unstarted:
-        await _start(s, [st.id for st in unstarted], sorted({st.job_id for st in unstarted}), now)
+        await start_stages(s, [st.id for st in unstarted], [st.job_id for st in unstarted], now)
     return rows
 
 
-async def _start(
+async def claim(
+    db: Database,
+    stage_types: Sequence[str],
+    *,
+    limit: int = 1,
+    lease: timedelta | None = None,
+    worker: str | None = None,
+) -> list[Any]:
+    """Claim as `claim_tasks` does, each claim a transaction of its own.
+
+    On PostgreSQL the claim is one statement committed on its own, so the stage's
+    summary row is locked only while it runs; a stage still PENDING then starts in a
+    second, short transaction (a report that finds it PENDING starts it too).
+    """
+    if db.is_sqlite:
+        return await db.transaction(
+            lambda s: claim_tasks(s, stage_types, limit=limit, lease=lease, worker=worker)
+        )
+    now = utcnow()
+    lease = lease or DEFAULT_LEASE
+    single = len(stage_types) == 1
+    params = {
+        "types": stage_types[0] if single else list(stage_types),
+        "n": limit,
+        "now": now,
+        "expires": now + lease,
+        "seconds": lease.total_seconds(),
+        "worker": worker,
+    }
+
+    async def run(conn: AsyncConnection) -> list[Any]:
+        return list(await conn.execute(claim_statement(single), params))
+
+    rows = await db.statement(run)
+    unstarted = {r.stage_id: r.job_id for r in rows if r.stage_status == StageStatus.PENDING}
+    if unstarted:
+        await db.transaction(
+            lambda s: start_stages(s, list(unstarted), list(unstarted.values()), now)
+        )
+    return rows
+
+
+async def start_stages(
     s: AsyncSession, stage_ids: list[uuid.UUID], job_ids: list[uuid.UUID], now: datetime
 ) -> None:
-    """First claims start their stages and jobs (a job may have started already)."""
+    """First claims start their stages and jobs; those already started are left alone."""
+    stage_ids, job_ids = sorted(set(stage_ids)), sorted(set(job_ids))
     started_stages = await s.execute(
         update(Stage)
         .where(Stage.id.in_(stage_ids), Stage.status == StageStatus.PENDING)

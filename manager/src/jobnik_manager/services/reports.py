@@ -9,6 +9,7 @@ does not stop the others.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,9 +18,11 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from ..db.claim import TASK_COLUMNS
+from ..db.complete import complete_statement
+from ..db.engine import Database
 from ..db.models import TASKS, Job
 from ..db.types import utcnow
 from ..dispatch.outbox import tasks_ready
@@ -27,10 +30,11 @@ from ..domain.errors import DomainError, LeaseLost, TaskNotFound
 from ..domain.leases import lease_is_live
 from ..domain.progress import stage_outcome
 from ..domain.retry import RetryPolicy
-from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, TaskStatus
+from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
 from ..domain.tasks import ReportOutcome, apply_report
 from . import summaries
 from .cascade import settle_stage
+from .claims import start_stages
 from .history import insert_rows, task_row
 from .loading import load_stage
 
@@ -71,12 +75,55 @@ class Report:
 TaskView = SimpleNamespace
 
 
-async def report(s: AsyncSession, task_id: uuid.UUID, r: Report) -> TaskView:
+async def report(db: Database, task_id: uuid.UUID, r: Report) -> TaskView:
     """Record one report; the manager decides RETRIED or FAILED from the attempts left."""
-    (answer,) = await settle_reports(s, [(task_id, r)])
+    (answer,) = await settle(db, [(task_id, r)])
     if isinstance(answer, DomainError):
         raise answer
     return answer
+
+
+async def settle(
+    db: Database, items: Sequence[tuple[uuid.UUID, Report]]
+) -> list[TaskView | DomainError]:
+    """Settle reports, each transaction as short as it can be: on PostgreSQL the
+    completions that leave their stage open go through one statement of their own
+    (`db.complete`); everything else, and anything that statement left, goes through
+    `settle_reports` in one transaction."""
+    answers: dict[int, TaskView | DomainError] = {}
+    if not db.is_sqlite:
+        answers = await _complete_fast(db, items)
+    rest = [i for i in range(len(items)) if i not in answers]
+    if rest:
+        settled = await db.transaction(lambda s: settle_reports(s, [items[i] for i in rest]))
+        answers.update(zip(rest, settled, strict=True))
+    return [answers[i] for i in range(len(items))]
+
+
+async def _complete_fast(
+    db: Database, items: Sequence[tuple[uuid.UUID, Report]]
+) -> dict[int, TaskView | DomainError]:
+    first: dict[uuid.UUID, int] = {}
+    for i, (task_id, r) in enumerate(items):
+        if r.status is TaskStatus.COMPLETED:
+            first.setdefault(task_id, i)  # a repeated id is left to the full path
+    if not first:
+        return {}
+    params = {
+        "ids": list(first),
+        "leases": [items[i][1].lease_id for i in first.values()],
+        "results": [_json_text(items[i][1].result) for i in first.values()],
+        "now": utcnow(),
+    }
+
+    async def run(conn: AsyncConnection) -> list[Any]:
+        return list(await conn.execute(complete_statement(), params))
+
+    return {first[row.id]: SimpleNamespace(**row._mapping) for row in await db.statement(run)}
+
+
+def _json_text(result: dict[str, Any] | None) -> str | None:
+    return None if result is None else json.dumps(result)
 
 
 async def settle_reports(
@@ -123,8 +170,12 @@ async def settle_reports(
     )
     await insert_rows(s, events)
     for stage in await summaries.bump(s, summaries.moves(moved), now):
-        if not stage.status.is_final and stage_outcome(stage.summary) is not None:
-            await settle_stage(s, await load_stage(s, stage.id, lock=True), now)
+        if stage.status.is_final or stage_outcome(stage.summary) is None:
+            continue
+        if stage.status is StageStatus.PENDING:
+            # Its first claim committed, but not yet the start that follows it.
+            await start_stages(s, [stage.id], [stage.job_id], now)
+        await settle_stage(s, await load_stage(s, stage.id, lock=True), now)
     return answers
 
 

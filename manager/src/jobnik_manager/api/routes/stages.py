@@ -14,7 +14,7 @@ from ...db.models import Task
 from ...domain.errors import TaskNotFound
 from ...domain.statuses import StageStatus
 from ...services import stages as stage_service
-from ...services.claims import claim_tasks
+from ...services.claims import claim
 from ...services.loading import load_stage
 from ..deps import DatabaseDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
@@ -162,10 +162,7 @@ async def dequeue(
 ) -> TaskOut:
     lease = timedelta(seconds=lease_seconds) if lease_seconds else None
 
-    async def work(s: AsyncSession) -> TaskOut:
-        tasks = await claim_tasks(s, [stageType], lease=lease, worker=worker)
-        if not tasks:
-            raise TaskNotFound(f"No task of stage type '{stageType}' is ready to be claimed")
-        return task_out(cast(Task, tasks[0]))
-
-    return await db.transaction(work)
+    tasks = await claim(db, [stageType], lease=lease, worker=worker)
+    if not tasks:
+        raise TaskNotFound(f"No task of stage type '{stageType}' is ready to be claimed")
+    return task_out(cast(Task, tasks[0]))

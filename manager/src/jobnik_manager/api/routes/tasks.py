@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from typing import Annotated, Any, cast
 
@@ -15,10 +16,10 @@ from ...db.models import Task
 from ...domain.errors import DomainError
 from ...domain.statuses import TaskStatus
 from ...services import tasks as task_service
-from ...services.claims import claim_tasks
+from ...services.claims import claim
 from ...services.leases import Beat, heartbeat, heartbeats
 from ...services.loading import load_task
-from ...services.reports import Report, report, settle_reports
+from ...services.reports import Report, report, settle
 from ..deps import DatabaseDep, PageDep, WaitersDep
 from ..json_values import JsonObject
 from ..presenters import task_out
@@ -75,21 +76,21 @@ async def claim_batch(db: DatabaseDep, waiters: WaitersDep, payload: ClaimReques
     """
     lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
 
-    async def work(s: AsyncSession) -> list[Any]:
-        return await claim_tasks(
-            s, payload.stage_types, limit=payload.limit, lease=lease, worker=payload.worker
+    def work() -> Awaitable[list[Any]]:
+        return claim(
+            db, payload.stage_types, limit=payload.limit, lease=lease, worker=payload.worker
         )
 
     wait = payload.wait_seconds or 0.0
     if wait <= 0:
-        rows = await db.transaction(work)
+        rows = await work()
     else:
         deadline = asyncio.get_running_loop().time() + wait
         # Registered before the first claim, so no wake-up in between is missed.
         with waiters.waiting(payload.stage_types) as waiter:
             while True:
                 waiter.event.clear()
-                rows = await db.transaction(work)
+                rows = await work()
                 left = deadline - asyncio.get_running_loop().time()
                 if rows or left <= 0:
                     break
@@ -105,19 +106,15 @@ async def claim_batch(db: DatabaseDep, waiters: WaitersDep, payload: ClaimReques
 async def report_batch(db: DatabaseDep, payload: BatchReport) -> BatchReportOut:
     """Settle many tasks in one transaction; each report stands or falls on its own."""
     items = [(item.task_id, _report_of(item)) for item in payload.reports]
-
-    async def work(s: AsyncSession) -> BatchReportOut:
-        answers = await settle_reports(s, items)
-        return BatchReportOut(
-            items=[
-                ReportResultOut(task_id=task_id, error=_error(answer))
-                if isinstance(answer, DomainError)
-                else ReportResultOut(task_id=task_id, task=task_out(cast(Task, answer)))
-                for (task_id, _), answer in zip(items, answers, strict=True)
-            ]
-        )
-
-    return await db.transaction(work)
+    answers = await settle(db, items)
+    return BatchReportOut(
+        items=[
+            ReportResultOut(task_id=task_id, error=_error(answer))
+            if isinstance(answer, DomainError)
+            else ReportResultOut(task_id=task_id, task=task_out(cast(Task, answer)))
+            for (task_id, _), answer in zip(items, answers, strict=True)
+        ]
+    )
 
 
 @router.post(
@@ -204,12 +201,7 @@ async def replace_task_user_metadata(
 async def report_task_status(
     db: DatabaseDep, taskId: uuid.UUID, payload: TaskStatusReport
 ) -> TaskOut:
-    r = _report_of(payload)
-
-    async def work(s: AsyncSession) -> TaskOut:
-        return task_out(cast(Task, await report(s, taskId, r)))
-
-    return await db.transaction(work)
+    return task_out(cast(Task, await report(db, taskId, _report_of(payload))))
 
 
 @router.post("/{taskId}/heartbeat", response_model=HeartbeatOut, responses=LEASE_ERRORS)

@@ -1,0 +1,129 @@
+"""PostgreSQL: completions that leave their stage open, settled by one statement.
+
+Most reports say COMPLETED and leave other tasks of their stage unfinished: nothing
+cascades from them but the summary. For those, one statement locks the tasks (in id
+order), bumps each stage's summary and percentage, settles the tasks and logs them, so
+it can run as a transaction of its own and hold the hot stage row only while it runs.
+
+A stage the batch would finish, a stage not IN_PROGRESS, and a task whose lease is not
+live are left untouched (not returned); the caller settles those in a full transaction
+with the cascade and the usual answers.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    ARRAY,
+    JSON,
+    Select,
+    Text,
+    Uuid,
+    and_,
+    bindparam,
+    cast,
+    column,
+    func,
+    insert,
+    literal,
+    null,
+    or_,
+    select,
+    update,
+)
+
+from ..domain.statuses import StageStatus, TaskStatus
+from .claim import EVENT_COLUMNS
+from .models import EVENTS, STAGES, TASKS
+from .types import UtcDateTime
+
+_OPEN = ("created", "pending", "retried", "in_progress")
+_ALL = (*_OPEN, "completed", "failed", "aborted")
+
+
+@cache
+def complete_statement() -> Select[Any]:
+    """Bind `ids`, `leases` (NULL for a report without a lease), `results` (JSON text or
+    NULL) as arrays of equal length without repeated ids, and `now`."""
+    now = bindparam("now", type_=UtcDateTime())
+    v = (
+        func.unnest(
+            bindparam("ids", type_=ARRAY(Uuid())),
+            bindparam("leases", type_=ARRAY(Uuid())),
+            bindparam("results", type_=ARRAY(Text())),
+        )
+        .table_valued(column("id", Uuid()), column("lease_id", Uuid()), column("result", Text()))
+        .render_derived(name="v", with_types=False)
+    )
+    valid = (
+        select(TASKS.c.seq, TASKS.c.stage_id, v.c.result)
+        .join(v, TASKS.c.id == v.c.id)
+        .where(
+            TASKS.c.status == TaskStatus.IN_PROGRESS.value,
+            or_(
+                v.c.lease_id.is_(None),
+                and_(TASKS.c.lease_id == v.c.lease_id, TASKS.c.lease_expires_at > now),
+            ),
+        )
+        .order_by(TASKS.c.id)
+        .with_for_update(of=TASKS)
+        .cte("valid")
+    )
+    counted = (
+        select(valid.c.stage_id, func.count().label("n")).group_by(valid.c.stage_id).cte("counted")
+    )
+    n = counted.c.n
+    st = STAGES.c
+    total = sum((st[c] for c in _ALL[1:]), st[_ALL[0]])
+    still_open = sum((st[c] for c in _OPEN[1:]), st[_OPEN[0]])
+    bumped = (
+        update(STAGES)
+        .where(
+            st.id == counted.c.stage_id,
+            st.status == StageStatus.IN_PROGRESS.value,
+            still_open - n > 0,
+        )
+        .values(
+            in_progress=st.in_progress - n,
+            completed=st.completed + n,
+            # domain.summary.percentage: floor(100 * completed / total); total is unchanged.
+            percentage=(100 * (st.completed + n)) / total,
+            update_time=now,
+        )
+        .returning(st.id)
+        .cte("bumped")
+    )
+    done = (
+        update(TASKS)
+        .where(TASKS.c.seq == valid.c.seq, valid.c.stage_id == bumped.c.id)
+        .values(
+            status=TaskStatus.COMPLETED.value,
+            update_time=now,
+            end_time=now,
+            result=cast(valid.c.result, JSON()),
+            reason=None,
+        )
+        .returning(*TASKS.c)
+        .cte("done")
+    )
+    d = done.c
+    logged = insert(EVENTS).from_select(
+        EVENT_COLUMNS,
+        select(
+            d.job_id,
+            literal("TASK"),
+            d.id,
+            d.stage_id,
+            d.id,
+            literal(TaskStatus.IN_PROGRESS.value),
+            literal(TaskStatus.COMPLETED.value),
+            d.attempts,
+            d.lease_id,
+            d.worker,
+            null(),
+            now,
+        ).order_by(d.id),
+    )
+    return select(done).add_cte(logged.cte("logged"))
