@@ -1,21 +1,26 @@
 """Dispatch latency: from a task's creation to its handler starting.
 
 Starts a real manager process on PostgreSQL with the RabbitMQ relay on, then, in one
-run, feeds tasks one at a time (with idle gaps, as real work trickles in) to:
-  * a Worker woken over RabbitMQ (`amqp_url`, 30 s safety poll), and
-  * a Worker polling only (the SDK's default jittered backoff),
+run, feeds tasks one at a time (with idle gaps, as real work trickles in) to each mode:
+  * push: a Worker woken over RabbitMQ (`amqp_url`, 30 s safety poll),
+  * poll: a Worker polling only (the SDK's jittered backoff; long-poll claims turned
+    off when the SDK has them), and
+  * longpoll: a Worker as it comes, without a broker (it long-polls its claims once the
+    SDK and the manager do, and polls like `poll` until then),
 and prints p50/p95/p99/max of `handler start - task creationTime`. The creation time
 is taken by the manager at the start of the creating transaction, so the figures
 include the commit itself.
 
     uv run python scripts/bench_latency.py                 # 500 tasks per mode
     uv run python scripts/bench_latency.py --tasks 1000 --gap-ms 20-200
+    uv run python scripts/bench_latency.py --modes longpoll,push
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import os
 import random
 import statistics
@@ -25,7 +30,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -36,6 +41,7 @@ from jobnik_sdk import JobnikClient, NewStage, NewTask, TaskContext, Worker
 
 PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_latency"
 AMQP = "amqp://guest:guest@127.0.0.1:5672/"
+MODES = {"push": "RabbitMQ wake-ups", "poll": "polling only", "longpoll": "long-poll claims"}
 
 
 async def recreate(url: str) -> None:
@@ -75,11 +81,20 @@ def manager(url: str, amqp_url: str, port: int) -> Iterator[str]:
         proc.wait(timeout=15)
 
 
+def worker_options(mode: str, amqp_url: str) -> dict[str, Any]:
+    """The Worker's settings that make the mode."""
+    if mode == "push":
+        return {"amqp_url": amqp_url}
+    if mode == "poll" and "claim_wait" in inspect.signature(Worker).parameters:
+        return {"claim_wait": timedelta(0)}  # no long polls: the backoff alone
+    return {}  # longpoll: the Worker's defaults, without a broker
+
+
 async def run_mode(
-    base: str, *, amqp_url: str | None, tasks: int, gap: tuple[float, float]
+    base: str, *, mode: str, amqp_url: str, tasks: int, gap: tuple[float, float]
 ) -> list[float]:
     """Feed `tasks` tasks one by one; return each one's latency in ms."""
-    stage_type = f"lat-{'push' if amqp_url else 'poll'}-{uuid.uuid4().hex[:6]}"
+    stage_type = f"lat-{mode}-{uuid.uuid4().hex[:6]}"
     started: dict[str, float] = {}
     done = asyncio.Event()
 
@@ -89,7 +104,7 @@ async def run_mode(
             done.set()
 
     async with JobnikClient(base) as client:
-        options: dict[str, Any] = {"amqp_url": amqp_url} if amqp_url else {}
+        options = worker_options(mode, amqp_url)
         worker = Worker(
             client,
             stage_types=stage_type,
@@ -133,18 +148,25 @@ async def main() -> None:
     parser.add_argument("--tasks", type=int, default=500)
     parser.add_argument("--gap-ms", default="20-120", help="idle gap between tasks, lo-hi ms")
     parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--modes", default=",".join(MODES), help="of " + ",".join(MODES))
     args = parser.parse_args()
     lo, hi = (float(x) / 1000 for x in args.gap_ms.split("-"))
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or set(modes) - set(MODES):
+        parser.error(f"--modes takes some of {','.join(MODES)}")
 
     await recreate(args.url)
     await asyncio.to_thread(migrate.upgrade, args.url)
+    latencies = {}
     with manager(args.url, args.amqp_url, args.port) as base:
-        push = await run_mode(base, amqp_url=args.amqp_url, tasks=args.tasks, gap=(lo, hi))
-        poll = await run_mode(base, amqp_url=None, tasks=args.tasks, gap=(lo, hi))
+        for mode in modes:
+            latencies[mode] = await run_mode(
+                base, mode=mode, amqp_url=args.amqp_url, tasks=args.tasks, gap=(lo, hi)
+            )
     print(f"creation -> handler start, ms ({args.tasks} tasks each, gaps {args.gap_ms} ms)")
     print(f"  {'mode':<22}{'tasks':>6}{'p50':>10}{'p95':>10}{'p99':>10}{'max':>10}")
-    print(describe("RabbitMQ wake-ups", push))
-    print(describe("polling only", poll))
+    for mode, ms in latencies.items():
+        print(describe(MODES[mode], ms))
 
 
 if __name__ == "__main__":
