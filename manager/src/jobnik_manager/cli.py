@@ -9,13 +9,31 @@ from .db import migrate
 from .settings import Settings
 
 
-def _serve(settings: Settings, *, demo: bool) -> None:
+def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
     import uvicorn
 
     from .app import create_app
 
+    if workers < 1:
+        raise SystemExit("--workers takes a number of processes, 1 or more")
+    if workers > 1:
+        if settings.is_sqlite:
+            raise SystemExit("SQLite supports one manager process; use PostgreSQL for --workers")
+        if demo:
+            raise SystemExit("--demo runs in a single process; leave out --workers")
     if settings.migrate_on_start:
         migrate.upgrade(settings.database_url)
+    if workers > 1:
+        # Each process builds its own app from the same environment.
+        uvicorn.run(
+            "jobnik_manager.app:create_app",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=workers,
+            log_level=settings.log_level,
+        )
+        return
     app = create_app(settings)
     if demo:
         from .demo import attach_demo
@@ -40,6 +58,12 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument(
         "--demo", action="store_true", help="also run a demo job through the manager once it is up"
     )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="serve from this many processes (PostgreSQL only; each runs the background loops)",
+    )
     sub.add_parser("migrate", help="apply database migrations (JOBNIK_DATABASE_URL)")
     args = parser.parse_args(argv)
 
@@ -56,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         migrate.upgrade(settings.database_url)
         logging.getLogger("jobnik_manager").info("database is at the latest revision")
     else:
-        _serve(settings, demo=args.demo)
+        _serve(settings, demo=args.demo, workers=args.workers)
 
 
 if __name__ == "__main__":
