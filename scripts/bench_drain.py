@@ -73,6 +73,10 @@ class BenchFailure(Exception):
     """A drain did not end as it must: wrong statuses, events or invariants."""
 
 
+class ManagerGone(BenchFailure):
+    """The manager process ended under a measurement (someone else may have stopped it)."""
+
+
 # ---- databases ----------------------------------------------------------------------
 
 
@@ -263,7 +267,7 @@ class Manager:
         async with httpx.AsyncClient(base_url=self.base, timeout=1) as http:
             for _ in range(300):
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"the manager exited with status {self.proc.returncode}")
+                    raise ManagerGone(f"the manager exited with status {self.proc.returncode}")
                 with contextlib.suppress(httpx.TransportError):
                     if (await http.get("/readiness")).status_code == 200:
                         return
@@ -272,6 +276,10 @@ class Manager:
 
     def cpu_seconds(self) -> float:
         return process_cpu_seconds(self.proc.pid)
+
+    @property
+    def gone(self) -> bool:
+        return self.proc.poll() is not None
 
     async def watch(self, work: Awaitable[T]) -> T:
         """`work`'s result, or BenchFailure as soon as the manager process is gone."""
@@ -282,7 +290,7 @@ class Manager:
                 if done:
                     return task.result()
                 if self.proc.poll() is not None:
-                    raise BenchFailure(f"the manager exited with status {self.proc.returncode}")
+                    raise ManagerGone(f"the manager exited with status {self.proc.returncode}")
         finally:
             task.cancel()
 
@@ -363,9 +371,11 @@ async def create_job(base: str, stage_type: str, n: int) -> tuple[uuid.UUID, flo
     return uuid.UUID(job["id"]), elapsed
 
 
-async def abort_job(base: str, job_id: uuid.UUID) -> None:
+async def abort_job(base: str, job_id: uuid.UUID, *, unless_final: bool = False) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=900) as http:
         r = await http.put(f"/v1/jobs/{job_id}/status", json={"status": "ABORTED"})
+        if unless_final and r.status_code == 400:
+            return  # finished already
         r.raise_for_status()
 
 
@@ -742,8 +752,53 @@ class Run:
 @dataclass
 class Bench:
     args: argparse.Namespace
-    manager: Manager
     statements: bool
+    _manager: Manager | None = None
+    _job: uuid.UUID | None = None  # the job being measured
+
+    @property
+    def manager(self) -> Manager:
+        assert self._manager is not None
+        return self._manager
+
+    async def start_manager(self) -> None:
+        """A fresh manager process, ready and warmed up (tried again should it be stopped)."""
+        for attempt in range(self.args.retries + 1):
+            self._manager = Manager(self.url, self.args.port)
+            try:
+                await self.manager.ready()
+                await warm_up(self.manager.base, self.args.warmup)
+                return
+            except (ManagerGone, httpx.TransportError) as exc:
+                self.stop_manager()
+                if attempt == self.args.retries:
+                    raise ManagerGone(f"the manager did not stay up: {exc}") from exc
+                say(f"the manager process ended ({exc}); starting another")
+
+    def stop_manager(self) -> None:
+        if self._manager is not None:
+            self._manager.stop()
+
+    async def measure(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
+        """One measurement; should the manager process end under it (someone else may
+        stop it), a fresh one starts, the interrupted job is aborted and it is taken again."""
+        for attempt in range(self.args.retries + 1):
+            self._job = None
+            try:
+                if mode == "create":
+                    return await self.create(stage_type, ceiling)
+                return await self.drain(mode, stage_type, ceiling)
+            except (ManagerGone, httpx.TransportError) as exc:
+                if not self.manager.gone and not isinstance(exc, ManagerGone):
+                    raise
+                if attempt == self.args.retries:
+                    raise ManagerGone(f"{mode}: the manager process ended: {exc}") from exc
+                say(f"{mode}: the manager process ended ({exc}); measuring again")
+                self.stop_manager()
+                await self.start_manager()
+                if self._job is not None:
+                    await abort_job(self.manager.base, self._job, unless_final=True)
+        raise AssertionError("unreachable")
 
     @property
     def url(self) -> str:
@@ -778,6 +833,7 @@ class Bench:
         n = self.args.tasks
         before, cpu = await self.counters(), self.manager.cpu_seconds()
         job_id, elapsed = await self.manager.watch(create_job(self.manager.base, stage_type, n))
+        self._job = job_id
         cpu = self.manager.cpu_seconds() - cpu
         end = time.monotonic()
         async with database(self.url) as db, db.sessions() as s:
@@ -807,7 +863,8 @@ class Bench:
     async def drain(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
         a = self.args
         n = min(a.tasks, a.v1_tasks) if mode == "v1" else a.tasks
-        job_id, _ = await create_job(self.manager.base, stage_type, n)
+        job_id, _ = await self.manager.watch(create_job(self.manager.base, stage_type, n))
+        self._job = job_id
         spec = {
             "mode": mode,
             "base": self.manager.base,
@@ -876,10 +933,7 @@ async def measure_runs(
             say(f"[{phase} run {i + 1}] ceiling {ceiling.cycles_per_s:,.0f} cycles/s")
         run = Run(phase=phase, ceiling=ceiling)
         for mode in modes:
-            if mode == "create":
-                result = await bench.create(types[i, mode], ceiling)
-            else:
-                result = await bench.drain(mode, types[i, mode], ceiling)
+            result = await bench.measure(mode, types[i, mode], ceiling)
             say(f"[{phase} run {i + 1}] {result.label}: {describe_rate(result)}")
             run.results.append(result)
         runs.append(run)
@@ -1038,12 +1092,10 @@ async def benchmark(args: argparse.Namespace) -> int:
         "pg_stat_statements": statements,
         "phases": [],
     }
-    manager = Manager(args.url, args.port)
+    bench = Bench(args=args, statements=statements)
     exit_code = 0
     try:
-        await manager.ready()
-        await warm_up(manager.base, args.warmup)
-        bench = Bench(args=args, manager=manager, statements=statements)
+        await bench.start_manager()
         for (phase, history, modes), types in zip(phases, plans, strict=True):
             history_s = None
             if history:
@@ -1066,7 +1118,7 @@ async def benchmark(args: argparse.Namespace) -> int:
         print(f"\nFAILED: {exc}", file=sys.stderr)
         exit_code = 1
     finally:
-        manager.stop()
+        bench.stop_manager()
 
     print(f"\nDrain benchmark: {backend}, one manager process, {os.cpu_count()} CPUs")
     no_statements = "" if statements or sqlite else "; no pg_stat_statements: no statement counts"
@@ -1138,6 +1190,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--settle", type=float, default=11.0, help="seconds for commit counts to land"
     )
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per drain")
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="times a measurement is taken again when the manager process ends under it",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
