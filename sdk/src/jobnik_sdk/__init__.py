@@ -43,7 +43,14 @@ from ._models import (
     TaskRetryPolicy,
     TaskStatus,
 )
-from ._reports import Heartbeat, ReportError, ReportOutcome, TaskReport
+from ._reports import (
+    Heartbeat,
+    HeartbeatOutcome,
+    ReportError,
+    ReportOutcome,
+    TaskHeartbeat,
+    TaskReport,
+)
 from ._retry import RetryPolicy
 from ._version import __version__
 from ._worker import Worker
@@ -56,6 +63,7 @@ __all__ = [
     "Event",
     "Handler",
     "Heartbeat",
+    "HeartbeatOutcome",
     "IllegalTransitionError",
     "Job",
     "JobStatus",
@@ -77,6 +85,7 @@ __all__ = [
     "Summary",
     "Task",
     "TaskContext",
+    "TaskHeartbeat",
     "TaskReport",
     "TaskRetryPolicy",
     "TaskStatus",

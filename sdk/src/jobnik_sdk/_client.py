@@ -9,7 +9,7 @@ from types import TracebackType
 import httpx
 
 from ._consumer import ConsumerCalls
-from ._http import Http
+from ._http import DEFAULT_LIMITS, Http
 from ._producer import ProducerCalls
 from ._retry import RetryPolicy
 
@@ -28,7 +28,8 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
     safe to retry: the manager answers a repeat with its first answer. Turn it off
     against a manager that ignores the header (a reference Jobnik manager), where a
     retried create could create a thing twice; creates are then retried only when they
-    surely never reached the manager.
+    surely never reached the manager. `limits` bounds the connection pool (by default up
+    to 100 connections, of which 10 are kept alive for 4 seconds).
     """
 
     def __init__(
@@ -40,6 +41,7 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
         auto_idempotency_keys: bool = True,
+        limits: httpx.Limits | None = None,
     ) -> None:
         self._http = Http(
             base_url,
@@ -48,6 +50,7 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
             retry=retry or RetryPolicy(),
             headers=headers,
             auto_idempotency_keys=auto_idempotency_keys,
+            limits=limits or DEFAULT_LIMITS,
         )
 
     @property

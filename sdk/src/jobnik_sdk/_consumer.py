@@ -8,8 +8,24 @@ from typing import Any, Protocol
 
 from ._exceptions import NotFoundError
 from ._http import Http
-from ._models import EntityId, Job, Stage, Task, seconds
-from ._reports import Heartbeat, ReportOutcome, TaskReport
+from ._models import EntityId, Job, Stage, Task, _Wire, seconds
+from ._reports import Heartbeat, HeartbeatOutcome, ReportOutcome, TaskHeartbeat, TaskReport
+
+# The longest a claim may wait for work, by the manager's limits.
+MAX_CLAIM_WAIT = timedelta(seconds=60)
+
+
+# Batch answers are parsed straight from the body's bytes, in one pass.
+class _Claimed(_Wire):
+    items: list[Task]
+
+
+class _Renewed(_Wire):
+    items: list[HeartbeatOutcome]
+
+
+class _Settled(_Wire):
+    items: list[ReportOutcome]
 
 
 class ConsumerCalls:
@@ -57,12 +73,16 @@ class ConsumerCalls:
         limit: int = 1,
         lease: timedelta | None = None,
         worker: str | None = None,
+        wait: timedelta | None = None,
     ) -> list[Task]:
         """Claim up to `limit` (1 to 100) ready tasks of any of `stage_types` (1 to 20),
         highest job priority first, then oldest; an empty list when none is ready.
 
-        `lease` and `worker` as for `dequeue`, and like it never sent twice once it may
-        have reached the manager.
+        `wait` (up to 60 seconds) makes the claim a long poll: when nothing is ready,
+        the manager holds the call for up to that long and answers as soon as tasks of
+        these types become ready. A manager without long polls refuses it
+        (ValidationError). `lease` and `worker` as for `dequeue`, and like it never sent
+        twice once it may have reached the manager.
         """
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         body: dict[str, Any] = {"stageTypes": types, "limit": limit}
@@ -70,8 +90,12 @@ class ConsumerCalls:
             body["leaseSeconds"] = seconds(lease)
         if worker is not None:
             body["worker"] = worker
-        response = await self._http.request("POST", "/v1/tasks/claim", json=body, claims=True)
-        return [Task.model_validate(item) for item in response.json()["items"]]
+        if wait is not None:
+            body["waitSeconds"] = seconds(wait)
+        response = await self._http.request(
+            "POST", "/v1/tasks/claim", json=body, claims=True, held_for=wait
+        )
+        return _Claimed.model_validate_json(response.content).items
 
     async def heartbeat(
         self,
@@ -96,6 +120,22 @@ class ConsumerCalls:
             "POST", f"/v1/tasks/{task_id}/heartbeat", json=body, repeatable=True
         )
         return Heartbeat.model_validate(response.json())
+
+    async def heartbeat_many(
+        self, heartbeats: Sequence[TaskHeartbeat], *, lease: timedelta | None = None
+    ) -> list[HeartbeatOutcome]:
+        """Renew up to 100 leases in one call, each by `lease` (by default, the length
+        it was taken for). Each stands on its own: the answer holds, in order, the
+        renewed lease or the error of each (LEASE_LOST, TASK_NOT_FOUND, ...), and an
+        error raises nothing. `cancel_requested` in an answer means as for `heartbeat`.
+        """
+        body: dict[str, Any] = {"heartbeats": [beat.body() for beat in heartbeats]}
+        if lease is not None:
+            body["leaseSeconds"] = seconds(lease)
+        response = await self._http.request(
+            "POST", "/v1/tasks/heartbeats", json=body, repeatable=True
+        )
+        return _Renewed.model_validate_json(response.content).items
 
     async def complete(
         self,
@@ -144,7 +184,7 @@ class ConsumerCalls:
         and undoes no other)."""
         body = {"reports": [{"taskId": str(r.task_id), **r.body()} for r in reports]}
         response = await self._http.request("POST", "/v1/tasks/reports", json=body, repeatable=True)
-        return [ReportOutcome.model_validate(item) for item in response.json()["items"]]
+        return _Settled.model_validate_json(response.content).items
 
     async def _report(self, report: TaskReport) -> Task:
         response = await self._http.request(
@@ -169,8 +209,9 @@ class ConsumerClient(Protocol):
         limit: int = 1,
         lease: timedelta | None = None,
         worker: str | None = None,
+        wait: timedelta | None = None,
     ) -> list[Task]:
-        """Claim up to `limit` ready tasks of the stage types."""
+        """Claim up to `limit` ready tasks of the stage types, waiting up to `wait`."""
         ...
 
     async def heartbeat(
@@ -182,6 +223,12 @@ class ConsumerClient(Protocol):
         lease: timedelta | None = None,
     ) -> Heartbeat:
         """Extend the task's lease; learn whether it was aborted."""
+        ...
+
+    async def heartbeat_many(
+        self, heartbeats: Sequence[TaskHeartbeat], *, lease: timedelta | None = None
+    ) -> list[HeartbeatOutcome]:
+        """Extend many leases at once; learn of each whether it was aborted or lost."""
         ...
 
     async def complete(
@@ -214,6 +261,10 @@ class ConsumerClient(Protocol):
         reason: str | None = None,
     ) -> Task:
         """Hand the task back to be offered again after `delay`."""
+        ...
+
+    async def report_many(self, reports: Sequence[TaskReport]) -> list[ReportOutcome]:
+        """Settle many tasks at once; learn of each whether its report was taken."""
         ...
 
     async def get_job(self, job_id: EntityId, *, with_stages: bool = False) -> Job:

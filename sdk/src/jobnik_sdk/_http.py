@@ -17,6 +17,14 @@ from ._version import __version__
 
 ParamValue = str | int | float | bool | datetime | uuid.UUID | Enum | None
 
+# A worker keeps a handful of calls in flight (a claim, a batch of reports, a batch of
+# heartbeats, its handlers' own calls). httpcore looks at every pooled connection on each
+# request, so idle ones beyond that only cost time; the expiry stays under the 5 s
+# keep-alive of common servers (uvicorn's), so a connection is not reused as it closes.
+DEFAULT_LIMITS = httpx.Limits(
+    max_connections=100, max_keepalive_connections=10, keepalive_expiry=4.0
+)
+
 
 class Http:
     """An httpx client bound to one manager, with retries and error mapping."""
@@ -30,13 +38,17 @@ class Http:
         retry: RetryPolicy,
         headers: Mapping[str, str] | None,
         auto_idempotency_keys: bool,
+        limits: httpx.Limits = DEFAULT_LIMITS,
     ) -> None:
         self._retry = retry
         self._auto_keys = auto_idempotency_keys
+        self._timeout = timeout.total_seconds()
+        self._default_timeout = httpx.Timeout(self._timeout)
         self._client = httpx.AsyncClient(
             base_url=base_url,
             transport=transport,
-            timeout=timeout.total_seconds(),
+            timeout=self._timeout,
+            limits=limits,
             headers={"User-Agent": f"jobnik-sdk/{__version__}", **(headers or {})},
         )
 
@@ -61,15 +73,20 @@ class Http:
         idempotency_key: str | None = None,
         claims: bool = False,
         repeatable: bool = False,
+        held_for: timedelta | None = None,
     ) -> httpx.Response:
         """Send one call; return its response when it succeeded (2xx).
 
         `idempotency_key` is sent as the `Idempotency-Key` header of every try of this
-        call. Raises TransportError when the manager was not reached, ApiError (or a
-        subclass) when it answered with an error status.
+        call. `held_for` is how long the manager may hold the call on purpose (a long
+        poll); it is added to the read timeout. Raises TransportError when the manager
+        was not reached, ApiError (or a subclass) when it answered with an error status.
         """
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        query = _query(params or {})
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        query = _query(params) if params else None
+        timeout = self._default_timeout
+        if held_for:
+            timeout = httpx.Timeout(self._timeout, read=self._timeout + held_for.total_seconds())
         replay = replay_for(
             method,
             has_idempotency_key=bool(idempotency_key),
@@ -79,7 +96,7 @@ class Http:
 
         async def send() -> httpx.Response:
             return await self._client.request(
-                method, path, json=json, params=query, headers=headers
+                method, path, json=json, params=query, headers=headers, timeout=timeout
             )
 
         try:

@@ -125,7 +125,8 @@ class TaskReport(_Wire):
 
 
 class ReportError(_Wire):
-    """Why the manager refused one report of a batch: its `{message, code}`."""
+    """Why the manager refused one item of a batch (a report or a heartbeat): its
+    `{message, code}`."""
 
     message: str
     code: str
@@ -141,4 +142,36 @@ class ReportOutcome(_Wire):
     @property
     def ok(self) -> bool:
         """True when the report was accepted."""
+        return self.error is None
+
+
+class TaskHeartbeat(_Wire):
+    """One lease to renew in a batch (`heartbeat_many`), with the task's `progress`
+    (0 to 100) when there is news of it."""
+
+    task_id: uuid.UUID | str
+    lease_id: uuid.UUID | str
+    progress: int | None = Field(default=None, ge=0, le=100)
+
+    def body(self) -> dict[str, Any]:
+        """The item as the manager takes it."""
+        body: dict[str, Any] = {"taskId": str(self.task_id), "leaseId": str(self.lease_id)}
+        if self.progress is not None:
+            body["progress"] = self.progress
+        return body
+
+
+class HeartbeatOutcome(_Wire):
+    """The answer to one heartbeat of a batch: the renewed lease (as `Heartbeat` has
+    it), or the error, e.g. LEASE_LOST or TASK_NOT_FOUND."""
+
+    task_id: uuid.UUID
+    lease_expires_at: datetime | None = None
+    cancel_requested: bool = False
+    job_status: JobStatus | None = None
+    error: ReportError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the lease was renewed."""
         return self.error is None

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from .._exceptions import ApiError
 from .._models import EntityId, Task
-from .._reports import Heartbeat, ReportError, ReportOutcome, TaskReport
+from .._reports import (
+    Heartbeat,
+    HeartbeatOutcome,
+    ReportError,
+    ReportOutcome,
+    TaskHeartbeat,
+    TaskReport,
+)
 from ._rows import invalid, parse_id
-from ._work import State
+from ._work import MAX_LEASE, State
+
+MAX_WAIT = timedelta(seconds=60)
+# How often a waiting claim looks again: the fake has no notice of work becoming ready.
+_WAIT_STEP = 0.005
 
 
 class FakeConsumerCalls:
@@ -32,11 +45,19 @@ class FakeConsumerCalls:
         limit: int = 1,
         lease: timedelta | None = None,
         worker: str | None = None,
+        wait: timedelta | None = None,
     ) -> list[Task]:
-        """As JobnikClient.claim."""
+        """As JobnikClient.claim: with `wait`, the claim waits (in real time, whatever
+        `advance` did to the fake's clock) for tasks to become ready."""
+        if wait is not None and not timedelta(0) <= wait <= MAX_WAIT:
+            raise invalid("waitSeconds: Input should be between 0 and 60")
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
-        rows = self.state.claim(types, limit=limit, lease=lease, worker=worker)
-        return [row.model() for row in rows]
+        deadline = time.monotonic() + (wait.total_seconds() if wait is not None else 0.0)
+        while True:
+            rows = self.state.claim(types, limit=limit, lease=lease, worker=worker)
+            if rows or time.monotonic() >= deadline:
+                return [row.model() for row in rows]
+            await asyncio.sleep(min(_WAIT_STEP, max(0.0, deadline - time.monotonic())))
 
     async def heartbeat(
         self,
@@ -48,6 +69,40 @@ class FakeConsumerCalls:
     ) -> Heartbeat:
         """As JobnikClient.heartbeat."""
         return self.state.heartbeat(task_id, lease_id, progress=progress, lease=lease)
+
+    async def heartbeat_many(
+        self, heartbeats: Sequence[TaskHeartbeat], *, lease: timedelta | None = None
+    ) -> list[HeartbeatOutcome]:
+        """As JobnikClient.heartbeat_many."""
+        if not 1 <= len(heartbeats) <= 100:
+            raise invalid("heartbeats: List should have between 1 and 100 items")
+        # Malformed ids or lengths refuse the whole batch, as the manager's body
+        # validation does.
+        for beat in heartbeats:
+            parse_id(beat.task_id)
+            parse_id(beat.lease_id)
+        if lease is not None and not timedelta(seconds=1) <= lease <= MAX_LEASE:
+            raise invalid("leaseSeconds: Input should be between 1 and 604800")
+        outcomes: list[HeartbeatOutcome] = []
+        for beat in heartbeats:
+            task_id = parse_id(beat.task_id)
+            try:
+                renewed = self.state.heartbeat(
+                    task_id, beat.lease_id, progress=beat.progress, lease=lease
+                )
+            except ApiError as exc:
+                error = ReportError(message=exc.message, code=exc.code)
+                outcomes.append(HeartbeatOutcome(task_id=task_id, error=error))
+            else:
+                outcomes.append(
+                    HeartbeatOutcome(
+                        task_id=task_id,
+                        lease_expires_at=renewed.lease_expires_at,
+                        cancel_requested=renewed.cancel_requested,
+                        job_status=renewed.job_status,
+                    )
+                )
+        return outcomes
 
     async def complete(
         self,
