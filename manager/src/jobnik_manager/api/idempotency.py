@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Header, Request
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from fastapi import Header, Request, Response
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database
 from ..services.idempotency import StoredAnswer, fingerprint, recall, remember
+from .presenters import json_response
 
 IdempotencyKeyHeader = Annotated[
     str | None,
@@ -26,35 +25,28 @@ IdempotencyKeyHeader = Annotated[
 ]
 
 
-Answer = BaseModel | list[BaseModel]
-
-
-def _body(answer: Answer) -> object:
-    """The JSON the route's response model would render (camelCase, no nulls)."""
-    if isinstance(answer, list):
-        return [_body(item) for item in answer]
-    return answer.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
 async def create_once(
     db: Database,
     request: Request,
     key: str | None,
-    payload: object,
-    create: Callable[[AsyncSession], Awaitable[Answer]],
+    payload: Callable[[], object],
+    create: Callable[[AsyncSession], Awaitable[object]],
     status_code: int = 201,
-) -> JSONResponse:
-    """Run `create` in one transaction with the key's record, or answer the record."""
+) -> Response:
+    """Run `create` in one transaction with the key's record, or answer the record.
+
+    `create` returns the answer's JSON (what the route's response model would render:
+    camelCase, no nulls). `payload` gives the request's JSON for the key's fingerprint;
+    it is only worked out when a key was sent, since a large create pays for it."""
     if key is None:
-        answer = await db.transaction(create)
-        return JSONResponse(_body(answer), status_code=status_code)
-    print_ = fingerprint(request.method, request.url.path, payload)
+        return json_response(await db.transaction(create), status_code)
+    print_ = fingerprint(request.method, request.url.path, payload())
 
     async def work(s: AsyncSession) -> StoredAnswer:
         stored = await recall(s, key, print_)
         if stored is not None:
             return stored
-        answer = StoredAnswer(status_code, _body(await create(s)))
+        answer = StoredAnswer(status_code, await create(s))
         await remember(s, key, print_, answer)
         return answer
 
@@ -63,4 +55,4 @@ async def create_once(
     except IntegrityError:
         # Another request with this key committed first; its answer is ours.
         stored = await db.transaction(work)
-    return JSONResponse(stored.body, status_code=stored.status_code)
+    return json_response(stored.body, stored.status_code)

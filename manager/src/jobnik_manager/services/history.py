@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from sqlalchemy import ColumnElement, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..db.bulk import insert_many
 from ..db.models import Event, Job, Stage, Task
 from ..dispatch.outbox import lifecycle_key, publish_later
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
@@ -64,8 +65,39 @@ async def task_moved(
     await insert_rows(s, [task_row(task, previous, TaskStatus(task.status), now, reason)])
 
 
-async def tasks_created(s: AsyncSession, tasks: Sequence[Task], now: datetime) -> None:
-    await insert_rows(s, [task_row(t, None, TaskStatus(t.status), now, None) for t in tasks])
+async def tasks_created(
+    s: AsyncSession,
+    job_id: uuid.UUID,
+    stage_id: uuid.UUID,
+    task_ids: Sequence[uuid.UUID],
+    now: datetime,
+) -> None:
+    """Log the creation of new tasks of one stage: PENDING, no attempt yet, no lease.
+
+    The rows are streamed into one bulk insert (COPY on PostgreSQL) rather than going
+    through `insert_rows`: a create may carry tens of thousands of tasks, and a task
+    event announces no lifecycle message."""
+    await insert_many(
+        s,
+        Event,
+        (
+            {
+                "job_id": job_id,
+                "entity": Entity.TASK,
+                "entity_id": task_id,
+                "stage_id": stage_id,
+                "task_id": task_id,
+                "from_status": None,
+                "to_status": TaskStatus.PENDING,
+                "attempt": 0,
+                "lease_id": None,
+                "worker": None,
+                "reason": None,
+                "time": now,
+            }
+            for task_id in task_ids
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)

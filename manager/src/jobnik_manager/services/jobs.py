@@ -26,11 +26,17 @@ from .cascade import (
 from .history import job_moved
 from .loading import load_job
 from .pages import PageRequest, PageResult, paginate
-from .stages import insert_stage
+from .stages import CreatedStage, insert_stage
 from .tracing import new_traceparent
 
 
-async def create_job(s: AsyncSession, payload: JobCreate) -> Job:
+@dataclass(frozen=True, slots=True)
+class CreatedJob:
+    job: Job
+    stages: list[CreatedStage]
+
+
+async def create_job(s: AsyncSession, payload: JobCreate) -> CreatedJob:
     now = utcnow()
     job = Job(
         id=uuid.uuid4(),
@@ -48,10 +54,11 @@ async def create_job(s: AsyncSession, payload: JobCreate) -> Job:
     s.add(job)
     await s.flush()
     await job_moved(s, job, None, now)
-    previous: Stage | None = None
+    stages: list[CreatedStage] = []
     for order, stage_payload in enumerate(payload.stages or [], start=1):
-        previous = await insert_stage(s, job, stage_payload, order, previous, now)
-    return job
+        previous = stages[-1].stage if stages else None
+        stages.append(await insert_stage(s, job, stage_payload, order, previous, now))
+    return CreatedJob(job, stages)
 
 
 @dataclass(frozen=True, slots=True)

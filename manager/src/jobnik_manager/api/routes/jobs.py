@@ -20,7 +20,7 @@ from ...services.stages import tasks_by_stage
 from ..deps import DatabaseDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..json_values import JsonObject
-from ..presenters import event_out, job_out, stage_out
+from ..presenters import event_out, job_body, job_out, stage_body, stage_out, task_bodies
 from ..schemas import (
     ErrorMessage,
     EventOut,
@@ -90,15 +90,16 @@ async def create_job(
     payload: JobCreate,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
-    async def work(s: AsyncSession) -> JobOut:
-        job = await job_service.create_job(s, payload)
+    async def work(s: AsyncSession) -> dict[str, object]:
+        created = await job_service.create_job(s, payload)
         if not payload.stages:
-            return job_out(job)
-        stages = await stage_service.stages_of_job(s, job.id)
-        tasks = await tasks_by_stage(s, [st.id for st in stages])
-        return job_out(job, [stage_out(st, tasks[st.id]) for st in stages])
+            return job_body(created.job)
+        # The tasks are answered as inserted rather than read back: there may be many.
+        tasks = {c.stage.id: task_bodies(c.tasks) for c in created.stages}
+        stages = await stage_service.stages_of_job(s, created.job.id)
+        return job_body(created.job, [stage_body(st, tasks[st.id]) for st in stages])
 
-    return await create_once(db, request, idempotency_key, _dump(payload), work)
+    return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
 
 
 @router.get("/{jobId}", response_model=JobOut, response_model_exclude_none=True, responses=ERRORS)
@@ -187,14 +188,13 @@ async def add_stage(
     payload: StageCreate,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
-    async def work(s: AsyncSession) -> StageOut:
-        stage = await stage_service.add_stage(s, jobId, payload)
+    async def work(s: AsyncSession) -> dict[str, object]:
+        created = await stage_service.add_stage(s, jobId, payload)
         if not payload.tasks:
-            return stage_out(stage)
-        tasks = await tasks_by_stage(s, [stage.id])
-        return stage_out(stage, tasks[stage.id])
+            return stage_body(created.stage)
+        return stage_body(created.stage, task_bodies(created.tasks))
 
-    return await create_once(db, request, idempotency_key, _dump(payload), work)
+    return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
 
 
 @router.get(

@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import Annotated, cast
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
-from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.models import Task
@@ -19,7 +18,7 @@ from ...services.loading import load_stage
 from ..deps import DatabaseDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..json_values import JsonObject
-from ..presenters import stage_out, summary_out, task_out
+from ..presenters import stage_out, summary_out, task_bodies, task_out
 from ..schemas import (
     MAX_LEASE_SECONDS,
     ErrorMessage,
@@ -139,10 +138,12 @@ async def add_tasks(
     payload: Annotated[list[TaskCreate], Body(min_length=1)],
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
-    async def work(s: AsyncSession) -> list[BaseModel]:
-        return [task_out(t) for t in await stage_service.add_tasks(s, stageId, payload)]
+    async def work(s: AsyncSession) -> list[dict[str, object]]:
+        return task_bodies(await stage_service.add_tasks(s, stageId, payload))
 
-    body = [p.model_dump(mode="json", by_alias=True) for p in payload]
+    def body() -> object:
+        return [p.model_dump(mode="json", by_alias=True) for p in payload]
+
     return await create_once(db, request, idempotency_key, body, work)
 
 

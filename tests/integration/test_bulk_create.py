@@ -1,0 +1,251 @@
+"""Creating thousands of tasks in one request: the answer, the stored rows and the event
+log agree, task for task and in the request's order, on both backends."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from jobnik_manager.db.bulk import insert_many
+from jobnik_manager.db.engine import Database
+from jobnik_manager.db.models import Job, Task
+from jobnik_manager.db.types import utcnow
+from jobnik_manager.domain.tasks import DEFAULT_MAX_ATTEMPTS
+
+from ..support.api import Api, unique
+from ..support.invariants import assert_invariants
+
+STAGE_POLICY = {"initialDelaySeconds": 1.5, "multiplier": 2, "maxDelaySeconds": 60}
+
+
+def task_spec(i: int) -> dict[str, Any]:
+    """Task i of a bulk create: most plain, some with every optional field, some with
+    JSON values that are easy to get wrong (beyond 64 bits, tiny floats, non-ASCII)."""
+    spec: dict[str, Any] = {"data": {"i": i}}
+    if i % 5 == 1:
+        spec["userMetadata"] = {"who": "é日本🎉", "none": None}
+    if i % 7 == 2:
+        spec["maxAttempts"] = 1 + i % 4
+    if i % 11 == 3:
+        spec["traceparent"] = f"00-{i + 1:032x}-{i + 1:016x}-01"
+        spec["tracestate"] = "k=v"
+    if i % 13 == 4:
+        spec["retryPolicy"] = {"initialDelaySeconds": 2, "multiplier": 3}
+    if i % 17 == 5:
+        spec["data"] |= {"big": 2**70, "tiny": 1e-05, "huge": 1.5e300, "deep": [None, {"x": []}]}
+    return spec
+
+
+async def all_events(api: Api, job_id: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    page = 1
+    while True:
+        answer = await api.call(
+            "GET", f"/v1/jobs/{job_id}/events", params={"page": page, "page_size": 1000}
+        )
+        items += answer["items"]
+        if len(items) >= answer["total"]:
+            return items
+        page += 1
+
+
+async def stored_stage(api: Api, stage_id: str) -> dict[str, Any]:
+    stage: dict[str, Any] = await api.call(
+        "GET", f"/v1/stages/{stage_id}", params={"should_return_tasks": "true"}
+    )
+    return stage
+
+
+def assert_created_events(log: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> None:
+    """One creation event per task, in the tasks' order, naming the task as stored."""
+    assert len(log) == len(tasks)
+    for event, task in zip(log, tasks, strict=True):
+        assert event == {
+            "id": event["id"],
+            "time": task["creationTime"],
+            "entity": "TASK",
+            "entityId": task["id"],
+            "jobId": event["jobId"],
+            "stageId": task["stageId"],
+            "taskId": task["id"],
+            "fromStatus": None,
+            "toStatus": "PENDING",
+            "attempt": 0,
+            "leaseId": None,
+            "worker": None,
+            "reason": None,
+        }
+
+
+async def test_a_bulk_job_answers_what_it_stored(api: Api, db: Database) -> None:
+    first_type, second_type = unique("bulk-a"), unique("bulk-b")
+    body = {
+        "name": unique("bulk"),
+        "data": {"k": "v"},
+        "stages": [
+            {"type": first_type, "data": {}, "tasks": [task_spec(i) for i in range(3000)]},
+            {
+                "type": second_type,
+                "data": {},
+                "retryPolicy": STAGE_POLICY,
+                "tasks": [task_spec(i) for i in range(500)],
+            },
+        ],
+    }
+    answer = await api.call("POST", "/v1/jobs", 201, json=body)
+
+    # The answer is what a read gives afterwards, stage by stage and task by task.
+    without_tasks = [{k: v for k, v in s.items() if k != "tasks"} for s in answer["stages"]]
+    job = await api.job(answer["id"], should_return_stages="true")
+    assert job == answer | {"stages": without_tasks}
+    for stage in answer["stages"]:
+        assert stage == await stored_stage(api, stage["id"])
+
+    first, second = answer["stages"]
+    assert (first["status"], second["status"]) == ("PENDING", "CREATED")
+    assert first["summary"]["pending"] == 3000 and second["summary"]["pending"] == 500
+    for stage, n in ((first, 3000), (second, 500)):
+        specs = [task_spec(i) for i in range(n)]
+        assert [t["data"] for t in stage["tasks"]] == [s["data"] for s in specs]
+        trace = stage["traceparent"].split("-")[1]
+        for task, spec in zip(stage["tasks"], specs, strict=True):
+            assert task["status"] == "PENDING" and task["attempts"] == 0
+            assert task["userMetadata"] == spec.get("userMetadata", {})
+            assert task["maxAttempts"] == spec.get("maxAttempts", DEFAULT_MAX_ATTEMPTS)
+            if "traceparent" in spec:
+                assert (task["traceparent"], task["tracestate"]) == (spec["traceparent"], "k=v")
+            else:
+                assert task["traceparent"].split("-")[1] == trace
+                assert "tracestate" not in task
+            own = spec.get("retryPolicy")
+            default = STAGE_POLICY if stage is second else None
+            expected_policy = (
+                {"initialDelaySeconds": 2.0, "multiplier": 3.0, "maxDelaySeconds": 3600.0}
+                if own
+                else default and {k: float(v) for k, v in default.items()}
+            )
+            assert task.get("retryPolicy") == expected_policy
+
+    log = await all_events(api, answer["id"])
+    assert [e["id"] for e in log] == sorted(e["id"] for e in log)
+    assert [(e["entity"], e.get("stageId")) for e in log if e["entity"] != "TASK"] == [
+        ("JOB", None),
+        ("STAGE", first["id"]),
+        ("STAGE", second["id"]),
+    ]
+    second_at = next(i for i, e in enumerate(log) if e.get("stageId") == second["id"])
+    assert_created_events(log[2:second_at], first["tasks"])
+    assert_created_events(log[second_at + 1 :], second["tasks"])
+    await assert_invariants(db)
+
+    # Tasks of equal priority are handed out oldest first: in the request's order.
+    for expected in first["tasks"][:3]:
+        claimed = await api.dequeue(first_type)
+        assert claimed is not None and claimed["id"] == expected["id"]
+    assert await api.dequeue(second_type) is None
+
+
+async def test_bulk_tasks_added_to_a_stage_and_replayed(api: Api, db: Database) -> None:
+    job = await api.create_job()
+    stage = await api.create_stage(job["id"], unique("bulk"))
+    before = await api.create_tasks(stage["id"], 3)
+    specs = [task_spec(i) for i in range(2500)]
+    key = {"Idempotency-Key": unique("bulk-key")}
+    url = f"/v1/stages/{stage['id']}/tasks"
+
+    added = await api.call("POST", url, 201, json=specs, headers=key)
+    assert [t["data"] for t in added] == [s["data"] for s in specs]
+    stored = await stored_stage(api, stage["id"])
+    assert stored["tasks"] == before + added
+    assert stored["summary"]["pending"] == stored["summary"]["total"] == 2503
+    log = [e for e in await all_events(api, job["id"]) if e["entity"] == "TASK"]
+    assert_created_events(log[3:], added)
+
+    # The stored answer comes back whole; nothing is created twice.
+    assert await api.call("POST", url, 201, json=specs, headers=key) == added
+    assert (await stored_stage(api, stage["id"]))["summary"]["total"] == 2503
+    await assert_invariants(db)
+
+
+async def test_a_bulk_stage_appended_to_a_job(api: Api, db: Database) -> None:
+    job = await api.create_job()
+    specs = [task_spec(i) for i in range(1200)]
+    body = {"type": unique("bulk"), "data": {}, "startAsWaiting": True, "tasks": specs}
+    stage = await api.call("POST", f"/v1/jobs/{job['id']}/stage", 201, json=body)
+    assert stage["status"] == "WAITING"
+    assert stage == await stored_stage(api, stage["id"])
+    assert [t["data"] for t in stage["tasks"]] == [s["data"] for s in specs]
+    log = [e for e in await all_events(api, job["id"]) if e["entity"] == "TASK"]
+    assert_created_events(log, stage["tasks"])
+    assert await api.dequeue(body["type"]) is None  # waiting for approval
+    await assert_invariants(db)
+
+
+class Boom(Exception):
+    pass
+
+
+def job_row(name: str) -> dict[str, Any]:
+    now = utcnow()
+    return {
+        "id": uuid.uuid4(),
+        "name": name,
+        "data": {"big": 2**70, "s": "é"},
+        "user_metadata": {},
+        "priority": "MEDIUM",
+        "status": "PENDING",
+        "percentage": 0,
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "tracestate": None,
+        "creation_time": now,
+        "update_time": now,
+    }
+
+
+async def test_bulk_insert_belongs_to_its_transaction(db: Database) -> None:
+    # The very first statement of the transaction: it must not run on its own.
+    rolled_back, kept = job_row(unique("gone")), job_row(unique("kept"))
+
+    async def fail(s: AsyncSession) -> None:
+        await insert_many(s, Job, [rolled_back])
+        raise Boom
+
+    with pytest.raises(Boom):
+        await db.transaction(fail)
+    await db.transaction(lambda s: insert_many(s, Job, iter([kept])))
+
+    async def names(s: AsyncSession) -> list[str]:
+        return list((await s.execute(select(Job.name))).scalars())
+
+    assert await db.transaction(names) == [kept["name"]]
+
+    async def data(s: AsyncSession) -> Any:
+        return (await s.execute(select(Job.data))).scalar_one()
+
+    assert await db.transaction(data) == kept["data"]
+
+
+async def test_bulk_insert_errors_are_sqlalchemy_errors(db: Database) -> None:
+    row = {
+        "id": uuid.uuid4(),
+        "stage_id": uuid.uuid4(),  # no such stage
+        "job_id": uuid.uuid4(),
+        "stage_type": "t",
+        "priority_rank": 1,
+        "claimable": False,
+        "status": "PENDING",
+        "attempts": 0,
+        "max_attempts": 1,
+        "data": {},
+        "user_metadata": {},
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "creation_time": utcnow(),
+        "update_time": utcnow(),
+    }
+    with pytest.raises(IntegrityError):
+        await db.transaction(lambda s: insert_many(s, Task, [row]))
