@@ -23,6 +23,7 @@ from jobnik_sdk import (
     NewTask,
     NonRetryableError,
     Priority,
+    ReportOutcome,
     Task,
     TaskContext,
     TaskStatus,
@@ -214,7 +215,9 @@ async def test_a_busy_worker_claims_again_at_once_and_an_idle_one_backs_off() ->
 
     job = await one_stage_job(fake, "q", *[NewTask() for _ in range(20)])
     began = time.monotonic()
-    async with worker(fake, "q", quick, poll_backoff=slow_poll):
+    # Plain polling: without long polls, an idle worker paces its claims by the backoff.
+    no_wait = timedelta(0)
+    async with worker(fake, "q", quick, poll_backoff=slow_poll, claim_wait=no_wait):
         await fake.wait(job.id, poll_interval=timedelta(milliseconds=5), timeout=DEADLINE)
         busy = time.monotonic() - began
         fake.claims.clear()
@@ -276,11 +279,11 @@ class UnreliableFake(FakeJobnik):
             raise TransportError("manager unreachable")
         return await super().claim(stage_types, **options)
 
-    async def complete(self, task_id: Any, **options: Any) -> Task:
+    async def report_many(self, reports: Any) -> list[ReportOutcome]:
         if self.report_failures:
             self.report_failures -= 1
             raise TransportError("manager unreachable")
-        return await super().complete(task_id, **options)
+        return await super().report_many(reports)
 
 
 async def test_claim_and_report_failures_are_survived() -> None:

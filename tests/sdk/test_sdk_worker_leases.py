@@ -15,13 +15,17 @@ import pytest
 from pydantic import BaseModel
 
 from jobnik_sdk import (
+    HeartbeatOutcome,
     JobnikClient,
     JobStatus,
     NewStage,
     NewTask,
+    ReportOutcome,
     RetryLaterError,
     Task,
     TaskContext,
+    TaskHeartbeat,
+    TaskReport,
     TaskStatus,
     TransportError,
     Worker,
@@ -38,35 +42,44 @@ POLL = timedelta(milliseconds=20)
 
 
 class Spy:
-    """Passes every call to `inner`, recording the reports a worker sends; its
-    heartbeats can be made to fail as if the manager were unreachable."""
+    """Passes every call to `inner`, recording the reports a worker sends (as the
+    single-task call each would be: status and options); its heartbeats can be made to
+    fail as if the manager were unreachable."""
 
     def __init__(self, inner: Surface) -> None:
         self.inner = inner
         self.reports: list[tuple[str, dict[str, Any]]] = []
-        self.beats: list[dict[str, Any]] = []
+        self.beats: list[TaskHeartbeat] = []
         self.unreachable_until = 0.0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
+    async def heartbeat_many(
+        self, heartbeats: list[TaskHeartbeat], **options: Any
+    ) -> list[HeartbeatOutcome]:
+        self.beats.extend(heartbeats)
+        if time.monotonic() < self.unreachable_until:
+            raise TransportError("scripted outage")
+        return await self.inner.heartbeat_many(heartbeats, **options)
+
     async def heartbeat(self, task_id: Any, lease_id: Any, **options: Any) -> Any:
-        self.beats.append(options)
+        # What a worker falls back to against a manager without batch heartbeats.
         if time.monotonic() < self.unreachable_until:
             raise TransportError("scripted outage")
         return await self.inner.heartbeat(task_id, lease_id, **options)
 
-    async def complete(self, task_id: Any, **options: Any) -> Task:
-        self.reports.append(("COMPLETED", options))
-        return await self.inner.complete(task_id, **options)
-
-    async def fail(self, task_id: Any, **options: Any) -> Task:
-        self.reports.append(("FAILED", options))
-        return await self.inner.fail(task_id, **options)
-
-    async def retry_later(self, task_id: Any, **options: Any) -> Task:
-        self.reports.append(("RETRIED", options))
-        return await self.inner.retry_later(task_id, **options)
+    async def report_many(self, reports: list[TaskReport]) -> list[ReportOutcome]:
+        for report in reports:
+            options: dict[str, Any] = {"lease_id": report.lease_id}
+            if report.status is TaskStatus.COMPLETED:
+                options["result"] = report.result
+            elif report.status is TaskStatus.RETRIED:
+                options.update(delay=report.retry_after, reason=report.reason)
+            else:
+                options.update(reason=report.reason, retryable=report.retryable)
+            self.reports.append((report.status.value, options))
+        return await self.inner.report_many(reports)
 
 
 def worker(client: Any, kind: str, handler: Any, **options: Any) -> Worker[Any]:

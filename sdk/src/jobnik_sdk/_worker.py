@@ -17,12 +17,15 @@ from typing import Any, Generic, TypeVar
 
 from ._attempt import Attempt
 from ._backoff import Backoff
+from ._claims import MAX_CLAIM, Claimer
 from ._client import JobnikClient
-from ._consumer import ConsumerClient
+from ._consumer import MAX_CLAIM_WAIT, ConsumerClient
 from ._context import TaskContext
-from ._exceptions import ApiError, TransportError
+from ._context_cache import ContextCache
 from ._handler import Handler, data_binder
+from ._leases import LeaseKeeper
 from ._models import Task
+from ._reporter import MAX_REPORTS, Reporter
 from ._wakeup import Wakeups
 
 DataT = TypeVar("DataT")
@@ -30,9 +33,6 @@ DataT = TypeVar("DataT")
 DEFAULT_POLL_BACKOFF = Backoff(
     initial=timedelta(milliseconds=250), maximum=timedelta(seconds=5), jitter=0.3
 )
-# What one batch claim may ask for, by the manager's limits.
-MAX_CLAIM = 100
-MAX_CLAIM_TYPES = 20
 
 
 def default_worker_name() -> str:
@@ -49,36 +49,53 @@ class Worker(Generic[DataT]):
 
     Claims: one batch claim (`claim`) asks for as many tasks as there are free slots,
     of all the worker's stage types at once (in groups of 20, taken in turn), so the
-    manager's order holds across them: highest job priority, then oldest. When nothing
-    is ready the worker polls again after `poll_backoff`'s growing, jittered delays;
-    after a claim it claims again at once.
+    manager's order holds across them: highest job priority, then oldest. After a claim
+    that brought tasks it claims again at once. When nothing is ready, the claim is a
+    long poll: the manager holds it for up to `claim_wait` (10 s; `timedelta(0)` turns
+    this off) and answers as soon as tasks of the worker's types are ready, so the
+    worker starts them within milliseconds without RabbitMQ. Claims are still paced by
+    `poll_backoff`'s growing, jittered delays, which a long poll spends waiting: only
+    one that comes back empty early (or a plain claim) is followed by a pause. Long
+    polls need the stage types to fit in one claim (20), and a manager that takes
+    `waitSeconds`; against an older one the worker polls with `poll_backoff`.
 
-    Leases: each claim takes a `lease`, which a heartbeat renews every
-    `heartbeat_interval` while the handler runs (and sooner, within a second, to carry
-    `ctx.update_progress`). When a heartbeat answers that the task was aborted, or that
-    its lease was lost (it ran out, say, while the worker could not reach the manager),
-    the handler is cancelled (`asyncio.CancelledError` inside it) and the task is
-    dropped without a report. `name` goes with each claim, onto the task and its events.
+    Leases: each claim takes a `lease`. One heartbeat loop renews the leases of all the
+    running tasks in one batch call every `heartbeat_interval` (and sooner, within a
+    second, to carry some handler's `ctx.update_progress`). When it answers that a task
+    was aborted, or that its lease was lost (it ran out, say, while the worker could not
+    reach the manager), that handler is cancelled (`asyncio.CancelledError` inside it)
+    and the task is dropped without a report. `name` goes with each claim, onto the task
+    and its events.
+
+    Context: the handler's `ctx.job` and `ctx.stage` are read once per job and stage
+    and kept for a few seconds, shared by the tasks that start meanwhile; read them
+    again through the client when a handler needs them fresh.
 
     Reports, each under the task's lease: a handler that returns reports the task
     COMPLETED, with its returned dict (or pydantic model) as the task's `result`; one
     that raises reports it FAILED with `"<ExceptionType>: <message>"` as the reason, and
     the manager decides whether it is tried again; NonRetryableError (and data that
     does not validate) fails it at once, with the error's message as the reason;
-    RetryLaterError hands it back for `delay` without spending an attempt. A report
-    that cannot get through is retried for up to `report_timeout`.
+    RetryLaterError hands it back for `delay` without spending an attempt. Reports go
+    in batches (`report_many`) of up to `report_batch_size` (100), one batch at a time,
+    sent when it is full, when no handler is left running whose report could join it,
+    or when its oldest report has waited `report_linger` (5 ms); a task's slot is free
+    again once the manager has answered for its report. A batch
+    that cannot get through is sent again for up to `report_timeout`; a report that
+    cannot be sent is never turned into a failed attempt.
 
     Wake-ups: given `amqp_url` (needs the `amqp` extra), the worker listens on a
     durable queue per stage type, `jobnik.tasks.<stageType>`, bound to the exchange
     `jobnik` with key `task.ready.<stageType>`. A message only wakes it: it is acked at
     once and the worker claims until nothing is left. While the broker is reachable an
-    idle worker claims again only when woken, or every `safety_poll` in case a message
-    was lost; while it is not, the worker polls with `poll_backoff` as without one.
+    idle worker does not long-poll: it claims again only when woken, or every
+    `safety_poll` in case a message was lost; while it is not, it claims as without one.
 
-    On shutdown the worker stops claiming and waits up to `shutdown_grace` for running
-    tasks (heartbeating them meanwhile); handlers still running then are cancelled and
-    their tasks reported FAILED ("worker shut down"), so no claimed task waits for its
-    lease to run out.
+    On shutdown the worker stops claiming (a long poll still waiting is abandoned) and
+    waits up to `shutdown_grace` for running tasks (heartbeating them meanwhile);
+    handlers still running then are cancelled and their tasks reported FAILED ("worker
+    shut down"), so no claimed task waits for its lease to run out. Reports waiting for
+    their batch are sent at once.
     """
 
     def __init__(
@@ -99,6 +116,9 @@ class Worker(Generic[DataT]):
         safety_poll: timedelta = timedelta(seconds=30),
         handle_signals: bool = True,
         logger: logging.Logger | None = None,
+        claim_wait: timedelta = timedelta(seconds=10),
+        report_batch_size: int = MAX_REPORTS,
+        report_linger: timedelta = timedelta(milliseconds=5),
     ) -> None:
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         if not types or any(not t for t in types):
@@ -111,28 +131,45 @@ class Worker(Generic[DataT]):
             raise ValueError("lease must be between 1 second and 7 days")
         if not timedelta(0) < heartbeat_interval < lease:
             raise ValueError("heartbeat_interval must be positive and shorter than lease")
+        if not timedelta(0) <= claim_wait <= MAX_CLAIM_WAIT:
+            raise ValueError("claim_wait must be between 0 and 60 seconds")
+        if not 1 <= report_batch_size <= MAX_REPORTS:
+            raise ValueError("report_batch_size must be between 1 and 100")
+        if report_linger < timedelta(0):
+            raise ValueError("report_linger cannot be negative")
         name = default_worker_name() if name is None else name
         if not 1 <= len(name) <= 100:
             raise ValueError("a worker's name has 1 to 100 characters")
         self._owns_client = isinstance(client, str)
         self._client: ConsumerClient = JobnikClient(client) if isinstance(client, str) else client
         self._stage_types = types
-        self._type_groups = [
-            types[i : i + MAX_CLAIM_TYPES] for i in range(0, len(types), MAX_CLAIM_TYPES)
-        ]
         self._lease = lease
-        self._heartbeat_interval = heartbeat_interval
         self._name = name
         self._handler = handler
         self._bind = data_binder(handler, data_model)
         self._concurrency = concurrency
         self._poll_backoff = poll_backoff
         self._grace = shutdown_grace
-        self._report_timeout = report_timeout
         self._handle_signals = handle_signals
         self._safety_poll = safety_poll
         self._wakeups = Wakeups(amqp_url, types, logger=logger) if amqp_url else None
         self._log = logger or logging.getLogger("jobnik_sdk.worker")
+        self._claimer = Claimer(
+            self._client, types, lease=lease, name=name, wait=claim_wait, log=self._log
+        )
+        self._leases = LeaseKeeper(
+            self._client, lease=lease, interval=heartbeat_interval, log=self._log
+        )
+        self._reporter = Reporter(
+            self._client,
+            batch_size=report_batch_size,
+            linger=report_linger,
+            timeout=report_timeout,
+            backoff=poll_backoff,
+            running=lambda: len(self._handlers),
+            log=self._log,
+        )
+        self._contexts = ContextCache(self._client)
 
         self._slots = asyncio.Semaphore(concurrency)
         self._stopping = asyncio.Event()
@@ -141,7 +178,6 @@ class Worker(Generic[DataT]):
         self._started = False
         self._runners: set[asyncio.Task[None]] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
-        self._next_group = 0
         self._background: asyncio.Task[None] | None = None
 
     @property
@@ -179,6 +215,11 @@ class Worker(Generic[DataT]):
             if self._wakeups
             else None
         )
+        # They serve the running tasks until the last is reported, so they stop last.
+        services = [
+            asyncio.create_task(self._leases.run(), name="jobnik-worker-heartbeats"),
+            asyncio.create_task(self._reporter.run(), name="jobnik-worker-reports"),
+        ]
         poller = asyncio.create_task(self._poll(), name="jobnik-worker-poll")
         try:
             try:
@@ -197,9 +238,12 @@ class Worker(Generic[DataT]):
             await self._drain()
         finally:
             if listener is not None:
-                listener.cancel()
+                services.append(listener)
+            for service in services:
+                service.cancel()
                 with suppress(asyncio.CancelledError):
-                    await listener
+                    await service
+            self._contexts.close()
             remove_signal_handlers()
             if self._owns_client:
                 await self._client.aclose()
@@ -234,6 +278,7 @@ class Worker(Generic[DataT]):
         if not self._stopping.is_set():
             self._stop_requested_at = time.monotonic()
             self._stopping.set()
+            self._reporter.hurry()
 
     def _install_signal_handlers(self) -> Callable[[], None]:
         if not self._handle_signals or threading.current_thread() is not threading.main_thread():
@@ -307,21 +352,44 @@ class Worker(Generic[DataT]):
             if self._wakeups:
                 # Cleared before claiming: a wake-up that lands during the claim is kept.
                 self._wakeups.event.clear()
+            # With the broker there, wake-ups say when to claim; without it, the manager.
+            long_poll = self._claimer.long_polls and not (
+                self._wakeups is not None and self._wakeups.connected
+            )
+            began = time.monotonic()
             try:
-                tasks = await self._claim(free)
+                tasks = await (self._long_poll(free) if long_poll else self._claimer.claim(free))
             except BaseException:
                 self._release(free)
                 raise
             self._release(free - len(tasks))
             if not tasks:
                 idle_steps += 1
-                await self._idle(idle_steps)
+                await self._idle(idle_steps, waited=time.monotonic() - began)
                 continue
             idle_steps = 0
             for task in tasks:
                 runner = asyncio.create_task(self._run_task(task), name=f"jobnik-task-{task.id}")
                 self._runners.add(runner)
                 runner.add_done_callback(self._runners.discard)
+
+    async def _long_poll(self, limit: int) -> list[Task]:
+        """A claim that waits for work, abandoned if the worker stops meanwhile.
+
+        Abandoned, because a stopping worker cannot wait out a long poll; should the
+        manager hand it tasks at that very moment, they go back once their leases run
+        out. A claim that does not wait is never abandoned (see `run`).
+        """
+        claim = asyncio.create_task(self._claimer.claim(limit, wait=True))
+        stop = asyncio.create_task(self._stopping.wait())
+        try:
+            await asyncio.wait({claim, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not claim.done():
+                claim.cancel()
+                await asyncio.wait({claim})
+        return [] if claim.cancelled() else claim.result()
 
     def _release(self, slots: int) -> None:
         for _ in range(slots):
@@ -347,30 +415,14 @@ class Worker(Generic[DataT]):
             return False
         return got
 
-    async def _claim(self, limit: int) -> list[Task]:
-        """One claim per group of stage types until one yields tasks, starting after
-        the group served last."""
-        count = len(self._type_groups)
-        for offset in range(count):
-            index = (self._next_group + offset) % count
-            group = self._type_groups[index]
-            try:
-                tasks = await self._client.claim(
-                    group, limit=limit, lease=self._lease, worker=self._name
-                )
-            except (TransportError, ApiError) as exc:
-                self._log.warning("claiming %s tasks failed: %s", group, exc)
-                continue
-            if tasks:
-                self._next_group = (index + 1) % count
-                return tasks
-        return []
-
-    async def _idle(self, idle_steps: int) -> None:
-        """Nothing to claim: wait for a wake-up (or the slow safety poll) while the
-        broker is there, else poll with the backoff."""
+    async def _idle(self, idle_steps: int, *, waited: float) -> None:
+        """Nothing came of the claim, which took `waited` seconds: wait for a wake-up (or
+        the slow safety poll) while the broker is there, else for what remains of the
+        poll backoff's delay."""
         if self._wakeups is None or not self._wakeups.connected:
-            await self._sleep(self._poll_backoff.delay(idle_steps))
+            delay = self._poll_backoff.delay(idle_steps) - timedelta(seconds=waited)
+            if delay > timedelta(0):
+                await self._sleep(delay)
             return
         stop = asyncio.create_task(self._stopping.wait())
         woken = asyncio.create_task(self._wakeups.event.wait())
@@ -392,39 +444,29 @@ class Worker(Generic[DataT]):
 
     async def _run_task(self, task: Task) -> None:
         try:
-            attempt = Attempt(
-                self._client,
-                task,
-                lease=self._lease,
-                heartbeat_interval=self._heartbeat_interval,
-                report_timeout=self._report_timeout,
-                backoff=self._poll_backoff,
-                log=self._log,
-            )
+            attempt = Attempt(task, log=self._log, on_progress=self._leases.progress_recorded)
             invocation = asyncio.create_task(
                 self._invoke(task, attempt), name=f"jobnik-handler-{task.id}"
             )
+            attempt.handler = invocation
             self._handlers.add(invocation)
-            keeper = asyncio.create_task(
-                attempt.keep_lease(invocation), name=f"jobnik-lease-{task.id}"
-            )
+            self._leases.add(attempt)
             try:
                 await asyncio.wait({invocation})
             finally:
                 self._handlers.discard(invocation)
-                keeper.cancel()
-                await asyncio.wait({keeper})
+                self._leases.remove(attempt)
             if attempt.dropped is None:
-                outcome = attempt.outcome(invocation, shutting_down=self._stopping.is_set())
-                await attempt.report(outcome)
+                outcome = attempt.outcome(shutting_down=self._stopping.is_set())
+                await self._reporter.report(task, outcome)
         except Exception:
             self._log.exception("unexpected error while running task %s", task.id)
         finally:
             self._slots.release()
 
     async def _invoke(self, task: Task, attempt: Attempt) -> Any:
-        stage = await self._client.get_stage(task.stage_id)
-        job = await self._client.get_job(stage.job_id)
+        stage = await self._contexts.stage(task.stage_id)
+        job = await self._contexts.job(stage.job_id)
         ctx = TaskContext(
             task=task,
             job=job,

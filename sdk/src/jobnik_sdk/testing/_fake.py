@@ -42,7 +42,8 @@ class FakeJobnik(FakeConsumerCalls):
 
     It has JobnikClient's calls with the same arguments, answers and errors, and
     follows the manager's rules for the common path: stage order and approval, claims
-    by priority then age with leases, heartbeats (which tell of an abort), reports with
+    by priority then age with leases (waiting for work when asked to), heartbeats, one
+    at a time or in batches (which tell of an abort), reports with
     retries while attempts remain (after the retry policy's delay), retry-later and
     non-retryable failures, leases that expire into failed attempts, stage and job
     completion or failure, pause, resume, abort and delete, the event history, and

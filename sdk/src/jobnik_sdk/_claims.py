@@ -1,0 +1,84 @@
+"""How a Worker asks for work: one batch claim per group of up to 20 stage types, the
+groups taken in turn, and a long poll while nothing is ready when the manager takes one."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+
+from ._consumer import ConsumerClient
+from ._exceptions import ApiError, TransportError, ValidationError
+from ._models import Task
+
+# What one batch claim may ask for, by the manager's limits.
+MAX_CLAIM = 100
+MAX_CLAIM_TYPES = 20
+
+
+class Claimer:
+    """Claims tasks of `stage_types` under `lease`, in the worker's `name`.
+
+    A claim that may `wait` is a long poll of up to `wait`; that needs the worker's
+    types to fit in one claim (20 of them), as a claim held for one group would keep
+    the others waiting. An older manager refuses the long poll as a malformed request;
+    when the same claim goes through without it, the worker polls from then on.
+    """
+
+    def __init__(
+        self,
+        client: ConsumerClient,
+        stage_types: Sequence[str],
+        *,
+        lease: timedelta,
+        name: str,
+        wait: timedelta,
+        log: logging.Logger,
+    ) -> None:
+        self._client = client
+        self._groups = [
+            list(stage_types[i : i + MAX_CLAIM_TYPES])
+            for i in range(0, len(stage_types), MAX_CLAIM_TYPES)
+        ]
+        self._lease = lease
+        self._name = name
+        self._wait = wait if wait > timedelta(0) and len(self._groups) == 1 else None
+        self._log = log
+        self._next_group = 0
+
+    @property
+    def long_polls(self) -> bool:
+        """Whether a claim may wait for work."""
+        return self._wait is not None
+
+    async def claim(self, limit: int, *, wait: bool = False) -> list[Task]:
+        """One claim per group of stage types until one yields tasks, starting after
+        the group served last; an empty list when none did (or the manager could not
+        be asked)."""
+        count = len(self._groups)
+        for offset in range(count):
+            index = (self._next_group + offset) % count
+            group = self._groups[index]
+            try:
+                tasks = await self._claim(group, limit, self._wait if wait else None)
+            except (TransportError, ApiError) as exc:
+                self._log.warning("claiming %s tasks failed: %s", group, exc)
+                continue
+            if tasks:
+                self._next_group = (index + 1) % count
+                return tasks
+        return []
+
+    async def _claim(self, group: list[str], limit: int, wait: timedelta | None) -> list[Task]:
+        try:
+            return await self._client.claim(
+                group, limit=limit, lease=self._lease, worker=self._name, wait=wait
+            )
+        except ValidationError:
+            if wait is None:
+                raise
+        # Refused, so nothing was claimed: asking again without the wait is safe.
+        tasks = await self._client.claim(group, limit=limit, lease=self._lease, worker=self._name)
+        self._wait = None
+        self._log.info("the manager does not hold claims open (waitSeconds); polling instead")
+        return tasks

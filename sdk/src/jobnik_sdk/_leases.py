@@ -1,0 +1,166 @@
+"""One heartbeat loop for all of a Worker's running tasks: their leases are renewed
+together, in one `heartbeat_many` call per interval."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from contextlib import suppress
+from datetime import timedelta
+
+from ._attempt import Attempt
+from ._consumer import ConsumerClient
+from ._exceptions import ApiError, TransportError
+from ._reports import HeartbeatOutcome, ReportError, TaskHeartbeat
+
+# What one batch heartbeat may carry, by the manager's limits.
+MAX_HEARTBEATS = 100
+# What a manager without the batch call answers it with (the route is not there).
+_NO_SUCH_CALL = frozenset({"NOT_FOUND", "METHOD_NOT_ALLOWED"})
+
+
+class LeaseKeeper:
+    """Renews the leases of the attempts whose handlers are running, every `interval`,
+    or a second after a handler recorded progress (at most an interval), to carry it.
+
+    An answer that a task was aborted, that its lease was lost, or that it is gone
+    drops the attempt: its handler is cancelled and nothing is reported for it. An
+    attempt whose handler has finished is left to its report, which settles the lease.
+    Against a manager without the batch call, each lease is renewed on its own.
+    """
+
+    def __init__(
+        self,
+        client: ConsumerClient,
+        *,
+        lease: timedelta,
+        interval: timedelta,
+        log: logging.Logger,
+    ) -> None:
+        self._client = client
+        self._lease = lease
+        self._interval = interval.total_seconds()
+        self._log = log
+        self._attempts: dict[uuid.UUID, Attempt] = {}
+        self._progress = asyncio.Event()
+        self._one_by_one = False
+
+    def add(self, attempt: Attempt) -> None:
+        """Keep the attempt's lease from now on (a task claimed without one has none)."""
+        if attempt.task.lease_id is not None:
+            self._attempts[attempt.task.id] = attempt
+
+    def remove(self, attempt: Attempt) -> None:
+        """Stop keeping the attempt's lease: its handler has finished."""
+        if self._attempts.get(attempt.task.id) is attempt:
+            del self._attempts[attempt.task.id]
+
+    def progress_recorded(self) -> None:
+        """Some handler has progress to send: beat early."""
+        self._progress.set()
+
+    async def run(self) -> None:
+        """Beat until cancelled."""
+        last = time.monotonic()
+        while True:
+            await self._until_next_beat(last)
+            live = [
+                attempt
+                for attempt in self._attempts.values()
+                if attempt.handler is not None and not attempt.handler.done()
+            ]
+            chunks = [live[i : i + MAX_HEARTBEATS] for i in range(0, len(live), MAX_HEARTBEATS)]
+            try:
+                await asyncio.gather(*(self._beat(chunk) for chunk in chunks))
+            except Exception:
+                # The leases of every running task hang on this loop: it must go on.
+                self._log.exception("unexpected error while renewing %d lease(s)", len(live))
+            last = time.monotonic()
+
+    def _has_news(self) -> bool:
+        return any(attempt.unsent_progress is not None for attempt in self._attempts.values())
+
+    async def _until_next_beat(self, last: float) -> None:
+        due = last + self._interval
+        if not self._has_news():
+            self._progress.clear()
+            with suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, due - time.monotonic())):
+                    await self._progress.wait()
+        if self._has_news():
+            due = min(due, last + min(1.0, self._interval))
+        await asyncio.sleep(max(0.0, due - time.monotonic()))
+
+    async def _beat(self, attempts: list[Attempt]) -> None:
+        beats = [
+            TaskHeartbeat(
+                task_id=attempt.task.id, lease_id=lease_id, progress=attempt.unsent_progress
+            )
+            for attempt in attempts
+            if (lease_id := attempt.task.lease_id) is not None  # as `add` made sure
+        ]
+        try:
+            answers = await self._renew(beats)
+        except (TransportError, ApiError) as exc:
+            self._log.warning("heartbeat of %d task(s) failed: %s", len(beats), exc)
+            return
+        by_task = {answer.task_id: answer for answer in answers}
+        for attempt, beat in zip(attempts, beats, strict=True):
+            answer = by_task.get(attempt.task.id)
+            # One that finished meanwhile is being reported; its report settles the lease.
+            if answer is not None and self._attempts.get(attempt.task.id) is attempt:
+                self._heard(attempt, beat, answer)
+
+    def _heard(self, attempt: Attempt, beat: TaskHeartbeat, answer: HeartbeatOutcome) -> None:
+        if answer.error is not None:
+            code = answer.error.code
+            if code == "LEASE_LOST":
+                attempt.drop(logging.WARNING, "its lease was lost")
+            elif code.endswith("NOT_FOUND"):
+                attempt.drop(logging.WARNING, "it no longer exists")
+            else:
+                self._log.warning(
+                    "heartbeat of task %s failed: %s: %s",
+                    attempt.task.id,
+                    code,
+                    answer.error.message,
+                )
+            return
+        if beat.progress is not None:
+            attempt.progress_sent(beat.progress)
+        if answer.cancel_requested:
+            attempt.drop(logging.INFO, "its job was aborted")
+
+    async def _renew(self, beats: list[TaskHeartbeat]) -> list[HeartbeatOutcome]:
+        if not self._one_by_one:
+            try:
+                return await self._client.heartbeat_many(beats, lease=self._lease)
+            except ApiError as exc:
+                if exc.code not in _NO_SUCH_CALL:
+                    raise
+                self._one_by_one = True
+                self._log.info(
+                    "the manager has no batch heartbeats (%s); renewing leases one by one", exc
+                )
+        answers = await asyncio.gather(*(self._renew_one(beat) for beat in beats))
+        return [answer for answer in answers if answer is not None]
+
+    async def _renew_one(self, beat: TaskHeartbeat) -> HeartbeatOutcome | None:
+        try:
+            renewed = await self._client.heartbeat(
+                beat.task_id, beat.lease_id, progress=beat.progress, lease=self._lease
+            )
+        except ApiError as exc:
+            error = ReportError(message=exc.message, code=exc.code)
+            return HeartbeatOutcome(task_id=beat.task_id, error=error)
+        except TransportError as exc:
+            self._log.warning("heartbeat of task %s failed: %s", beat.task_id, exc)
+            return None
+        return HeartbeatOutcome(
+            task_id=beat.task_id,
+            lease_expires_at=renewed.lease_expires_at,
+            cancel_requested=renewed.cancel_requested,
+            job_status=renewed.job_status,
+        )

@@ -1,0 +1,213 @@
+"""The Worker's batched traffic, on the FakeJobnik: one read of the job and the stage
+for tasks that start together, a long poll that brings work to an idle worker, reports
+that cannot get through, and managers that know neither long polls nor batch
+heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from jobnik_sdk import (
+    ApiError,
+    Backoff,
+    Job,
+    JobStatus,
+    NewStage,
+    NewTask,
+    Stage,
+    Task,
+    TaskContext,
+    TaskStatus,
+    TransportError,
+    ValidationError,
+    Worker,
+)
+from jobnik_sdk.testing import FakeJobnik
+
+DEADLINE = timedelta(seconds=10)
+GLACIAL = Backoff(initial=timedelta(seconds=30), maximum=timedelta(seconds=60), jitter=0)
+
+
+class CountingFake(FakeJobnik):
+    """Counts the calls a worker makes, by name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[str] = Counter()
+        self.claim_waits: list[timedelta | None] = []
+        self.claiming = asyncio.Event()
+
+    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
+        self.calls["claim"] += 1
+        self.claim_waits.append(options.get("wait"))
+        self.claiming.set()
+        return await super().claim(stage_types, **options)
+
+    async def get_stage(self, stage_id: Any, **options: Any) -> Stage:
+        self.calls["get_stage"] += 1
+        await asyncio.sleep(0.01)  # a read takes a while, so concurrent ones overlap
+        return await super().get_stage(stage_id, **options)
+
+    async def get_job(self, job_id: Any, **options: Any) -> Job:
+        self.calls["get_job"] += 1
+        await asyncio.sleep(0.01)
+        return await super().get_job(job_id, **options)
+
+
+def worker(client: Any, kind: str, handler: Any, **options: Any) -> Worker[Any]:
+    options.setdefault("handle_signals", False)
+    return Worker(client, stage_types=kind, handler=handler, **options)
+
+
+async def one_stage_job(fake: FakeJobnik, kind: str, count: int = 1) -> Any:
+    tasks = [NewTask(data={"n": n}) for n in range(count)]
+    return await fake.create_job("job", stages=[NewStage(type=kind, tasks=tasks)])
+
+
+async def test_tasks_that_start_together_share_one_read_of_their_job_and_stage() -> None:
+    fake, count = CountingFake(), 16
+    running, all_running, release = 0, asyncio.Event(), asyncio.Event()
+
+    async def hold(data: dict[str, Any], ctx: TaskContext) -> None:
+        nonlocal running
+        running += 1
+        if running == count:
+            all_running.set()
+        await release.wait()
+
+    job = await one_stage_job(fake, "together", count)
+    async with worker(fake, "together", hold, concurrency=count):
+        await asyncio.wait_for(all_running.wait(), DEADLINE.total_seconds())
+        reads = (fake.calls["get_stage"], fake.calls["get_job"])
+        release.set()
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+    assert reads == (1, 1)
+
+
+async def test_an_idle_worker_gets_work_through_the_claim_it_holds() -> None:
+    fake = CountingFake()
+    started = asyncio.Event()
+
+    async def note(data: dict[str, Any], ctx: TaskContext) -> None:
+        started.set()
+
+    async with worker(fake, "idle", note, poll_backoff=GLACIAL, claim_wait=timedelta(seconds=5)):
+        async with asyncio.timeout(DEADLINE.total_seconds()):
+            await fake.claiming.wait()
+            job = await one_stage_job(fake, "idle")
+            await started.wait()
+        claims_until_started = list(fake.claim_waits)
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+    assert claims_until_started == [timedelta(seconds=5)]
+
+
+class ReportsUnreachable(FakeJobnik):
+    """The manager is out of reach for reports, and only for them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tries = 0
+
+    async def report_many(self, reports: Any) -> Any:
+        self.tries += 1
+        raise TransportError("manager unreachable")
+
+
+async def test_a_report_that_cannot_get_through_is_given_up_not_turned_into_a_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = ReportsUnreachable()
+    ran = asyncio.Event()
+
+    async def ok(data: dict[str, Any], ctx: TaskContext) -> None:
+        ran.set()
+
+    await one_stage_job(fake, "unreported")
+    quick = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
+    async with asyncio.timeout(DEADLINE.total_seconds()):
+        timeout = timedelta(milliseconds=200)
+        async with worker(fake, "unreported", ok, poll_backoff=quick, report_timeout=timeout):
+            await ran.wait()
+    # Sent again until the report timeout ran out, then given up; the task keeps its
+    # lease (to run out on the manager), and no failed attempt is made of it.
+    assert fake.tries >= 2
+    assert "giving up reporting task" in caplog.text
+    [task] = (await fake.list_tasks(stage_type="unreported")).items
+    assert (task.status, task.attempts) == (TaskStatus.IN_PROGRESS, 0)
+
+
+class WithoutLongPolls(CountingFake):
+    """A manager from before long polls: `waitSeconds` is an unknown field to it."""
+
+    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
+        if options.get("wait") is not None:
+            self.calls["refused"] += 1
+            raise ValidationError(
+                "waitSeconds: Extra inputs are not permitted",
+                status_code=400,
+                code="VALIDATION_ERROR",
+            )
+        return await super().claim(stage_types, **options)
+
+
+async def test_against_a_manager_without_long_polls_the_worker_polls() -> None:
+    fake = WithoutLongPolls()
+
+    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
+        return None
+
+    quick = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
+    async with worker(fake, "old", noop, poll_backoff=quick):
+        for _ in range(2):
+            job = await one_stage_job(fake, "old", 3)
+            done = await fake.wait(job.id, timeout=DEADLINE)
+            assert done.status is JobStatus.COMPLETED
+    assert fake.calls["refused"] == 1, "asked once, then polled"
+    assert fake.calls["claim"] > 2
+
+
+class WithoutBatchHeartbeats(FakeJobnik):
+    """A manager from before batch heartbeats: the route is not there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batch_beats = self.single_beats = 0
+
+    async def heartbeat_many(self, heartbeats: Any, **options: Any) -> Any:
+        self.batch_beats += 1
+        raise ApiError("Method Not Allowed", status_code=405, code="METHOD_NOT_ALLOWED")
+
+    async def heartbeat(self, task_id: Any, lease_id: Any, **options: Any) -> Any:
+        self.single_beats += 1
+        return await super().heartbeat(task_id, lease_id, **options)
+
+
+async def test_against_a_manager_without_batch_heartbeats_leases_are_kept_one_by_one() -> None:
+    fake = WithoutBatchHeartbeats()
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def long(data: dict[str, Any], ctx: TaskContext) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    job = await one_stage_job(fake, "beats", 2)
+    interval = timedelta(milliseconds=50)
+    async with worker(fake, "beats", long, concurrency=2, heartbeat_interval=interval):
+        await asyncio.wait_for(started.wait(), DEADLINE.total_seconds())
+        await fake.abort(job.id)
+        await asyncio.wait_for(cancelled.wait(), DEADLINE.total_seconds())
+    assert fake.batch_beats == 1
+    assert fake.single_beats >= 2
+    tasks = (await fake.list_tasks(stage_type="beats")).items
+    assert [t.status for t in tasks] == [TaskStatus.ABORTED] * 2
