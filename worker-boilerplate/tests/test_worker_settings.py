@@ -20,6 +20,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
         "WORKER_LEASE_SECONDS",
         "WORKER_HEARTBEAT_SECONDS",
         "WORKER_NAME",
+        "WORKER_CLAIM_WAIT_SECONDS",
     ):
         monkeypatch.delenv(name, raising=False)
     settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
@@ -29,6 +30,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.shutdown_grace == timedelta(seconds=30)
     assert settings.lease == timedelta(seconds=30)
     assert settings.heartbeat_interval == timedelta(seconds=10)
+    assert settings.claim_wait == timedelta(seconds=10)
     assert settings.name is None
 
 
@@ -42,6 +44,7 @@ def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKER_LEASE_SECONDS", "60")
     monkeypatch.setenv("WORKER_HEARTBEAT_SECONDS", "15")
     monkeypatch.setenv("WORKER_NAME", "tiler-7")
+    monkeypatch.setenv("WORKER_CLAIM_WAIT_SECONDS", "0")
     settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
     assert settings.manager_url == "http://manager:8080"
     assert settings.stage_types == ["tile-render", "tile-publish"]
@@ -52,6 +55,8 @@ def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.lease == timedelta(seconds=60)
     assert settings.heartbeat_interval == timedelta(seconds=15)
     assert settings.name == "tiler-7"
+    assert settings.claim_wait == timedelta(0)
+    assert build_worker(settings, FakeJobnik())._claimer.long_polls is False
 
 
 @pytest.mark.parametrize(
@@ -63,6 +68,7 @@ def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         ("WORKER_LEASE_SECONDS", "0.5"),
         ("WORKER_HEARTBEAT_SECONDS", "30"),  # not less than the default 30 s lease
         ("WORKER_NAME", ""),
+        ("WORKER_CLAIM_WAIT_SECONDS", "61"),
     ],
 )
 def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:

@@ -32,6 +32,7 @@ def build_worker(settings: WorkerSettings, client: ConsumerClient) -> Worker[Any
         handler=load_handler(settings.handler),
         concurrency=settings.concurrency,
         poll_backoff=settings.poll_backoff,
+        claim_wait=settings.claim_wait,
         shutdown_grace=settings.shutdown_grace,
         lease=settings.lease,
         heartbeat_interval=settings.heartbeat_interval,

@@ -50,6 +50,13 @@ class WorkerSettings(BaseSettings):
         ge=0,
         description="On SIGTERM, how long running tasks may take before they are cancelled",
     )
+    claim_wait_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        le=60,
+        description="With nothing ready, how long the manager may hold a claim open and "
+        "answer it as soon as a task is ready; 0 polls instead",
+    )
     poll_initial_seconds: float = Field(default=0.25, gt=0, description="First idle poll delay")
     poll_max_seconds: float = Field(default=5.0, gt=0, description="Longest idle poll delay")
     request_timeout_seconds: float = Field(default=30.0, gt=0)
@@ -95,6 +102,10 @@ class WorkerSettings(BaseSettings):
     @property
     def safety_poll(self) -> timedelta:
         return timedelta(seconds=self.safety_poll_seconds)
+
+    @property
+    def claim_wait(self) -> timedelta:
+        return timedelta(seconds=self.claim_wait_seconds)
 
     @property
     def request_timeout(self) -> timedelta:
