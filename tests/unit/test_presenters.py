@@ -82,10 +82,14 @@ def test_task_body_is_task_out_json(columns: dict[str, Any]) -> None:
 
 
 def test_task_bodies_of_rows_without_optional_columns() -> None:
-    # The rows a create inserts name no lease, result, ... columns at all.
+    # The rows a create inserts name no lease, result, ... columns at all; rows may
+    # share their stage and timestamps, or not.
+    other = {"stage_id": uuid.uuid4(), "creation_time": ELSEWHERE, "update_time": ROUND}
     rows = [
         REQUIRED | {"id": uuid.uuid4(), "tracestate": None, "retry_policy": None},
         REQUIRED | {"id": uuid.uuid4(), "tracestate": "a=b", "retry_policy": {"x": 1.0}},
+        REQUIRED | other | {"id": uuid.uuid4(), "tracestate": None, "retry_policy": None},
+        REQUIRED | {"id": uuid.uuid4(), "tracestate": None, "retry_policy": None},
     ]
     expected = [_model_json(task_out(Task(**(NONE_OPTIONAL | row)))) for row in rows]
     _same_json(task_bodies(rows), expected)

@@ -117,6 +117,7 @@ def job_out(j: Job, stages: list[StageOut] | None = None) -> JobOut:
 # (tests/unit/test_presenters.py holds them to it).
 
 _dump_time = TypeAdapter(datetime).dump_python
+_NOTHING = object()
 
 
 def _time(value: datetime) -> str:
@@ -137,17 +138,40 @@ def _id(value: uuid.UUID | None) -> str | None:
 
 def task_body(t: Mapping[str, Any]) -> dict[str, Any]:
     """TaskOut's JSON from a task's columns (absent ones count as NULL)."""
-    return _task_body(t, _OPTIONAL_BEFORE_TRACEPARENT, _OPTIONAL_AFTER_TRACEPARENT)
+    return _task_body(
+        t, _OPTIONAL_BEFORE_TRACEPARENT, _OPTIONAL_AFTER_TRACEPARENT, str, _time, _status
+    )
 
 
 def task_bodies(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """`task_body` of each row, for rows that name the same columns (one insert's): the
-    optional fields their columns cannot hold are not looked for in every row."""
+    """`task_body` of each row, for rows that name the same columns (one insert's).
+
+    Their stage, status and timestamps are the same objects from row to row, converted
+    once; optional fields their columns cannot hold are not looked for in every row."""
     if not rows:
         return []
     before = [f for f in _OPTIONAL_BEFORE_TRACEPARENT if f[1] in rows[0]]
     after = [f for f in _OPTIONAL_AFTER_TRACEPARENT if f[1] in rows[0]]
-    return [_task_body(t, before, after) for t in rows]
+    stage_id, time, status = _same_as_last(str), _same_as_last(_time), _same_as_last(_status)
+    return [_task_body(t, before, after, stage_id, time, status) for t in rows]
+
+
+def _status(value: str) -> str:
+    return TaskStatus(value).value
+
+
+def _same_as_last(convert: Callable[[Any], str]) -> Callable[[Any], str]:
+    """`convert`, reusing its last result while the value is the very same object."""
+    last_value: Any = _NOTHING
+    last_result = ""
+
+    def same_or_convert(value: Any) -> str:
+        nonlocal last_value, last_result
+        if value is not last_value:
+            last_value, last_result = value, convert(value)
+        return last_result
+
+    return same_or_convert
 
 
 def _same(value: Any) -> Any:
@@ -174,18 +198,23 @@ _OPTIONAL_AFTER_TRACEPARENT: Sequence[OptionalField] = (
 
 
 def _task_body(
-    t: Mapping[str, Any], before: Sequence[OptionalField], after: Sequence[OptionalField]
+    t: Mapping[str, Any],
+    before: Sequence[OptionalField],
+    after: Sequence[OptionalField],
+    stage_id: Callable[[uuid.UUID], str],
+    time: Callable[[datetime], str],
+    status: Callable[[str], str],
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": str(t["id"]),
-        "stageId": str(t["stage_id"]),
+        "stageId": stage_id(t["stage_id"]),
         "data": t["data"],
         "userMetadata": t["user_metadata"],
-        "status": TaskStatus(t["status"]).value,
+        "status": status(t["status"]),
         "attempts": t["attempts"],
         "maxAttempts": t["max_attempts"],
-        "creationTime": _time(t["creation_time"]),
-        "updateTime": _time(t["update_time"]),
+        "creationTime": time(t["creation_time"]),
+        "updateTime": time(t["update_time"]),
     }
     for key, column, convert in before:
         if (value := t.get(column)) is not None:

@@ -44,16 +44,14 @@ async def insert_many(
         await s.execute(insert(table), list(rows))
         return
     columns = list(first)
-    converters = [_converter(table.c[name].type, conn.dialect) for name in columns]
+    converters = [
+        (i, convert)
+        for i, name in enumerate(columns)
+        if (convert := _converter(table.c[name].type, conn.dialect)) is not None
+    ]
     # A generator: asyncpg sends each 512 kB of rows as it fills, so the server inserts
     # the first rows while later ones are still being converted.
-    records = (
-        tuple(
-            value if convert is None else convert(value)
-            for convert, value in zip(converters, row.values(), strict=True)
-        )
-        for row in rows
-    )
+    records = (_record(row, converters) for row in rows)
     raw = await conn.get_raw_connection()
     driver = raw.driver_connection
     assert driver is not None
@@ -67,6 +65,13 @@ async def insert_many(
         )
     except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         raise _as_sqlalchemy_error(exc, f"COPY {table.name}") from exc
+
+
+def _record(row: Mapping[str, Any], converters: list[tuple[int, Converter]]) -> tuple[Any, ...]:
+    values = list(row.values())
+    for i, convert in converters:
+        values[i] = convert(values[i])
+    return tuple(values)
 
 
 def _converter(column_type: TypeEngine[Any], dialect: Dialect) -> Converter | None:
