@@ -1,4 +1,4 @@
-"""Inserting many rows in one go: COPY on PostgreSQL, one executemany on SQLite.
+"""Inserting many rows in one go: COPY on PostgreSQL, the driver's executemany on SQLite.
 
 A create may carry tens of thousands of tasks. COPY is the fastest way into PostgreSQL
 (no statement per row, no SQL to parse, binary values), several times faster end to end
@@ -13,10 +13,10 @@ from typing import Any, cast
 
 import asyncpg  # type: ignore[import-untyped]
 import orjson
-from sqlalchemy import JSON, Table, insert, text
+from sqlalchemy import JSON, Table, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.types import TypeEngine
 
 from .models import Base
@@ -37,21 +37,30 @@ async def insert_many(
     first = next(iterator, None)
     if first is None:
         return
-    rows = itertools.chain((first,), iterator)
     table = cast(Table, model.__table__)
-    conn = await s.connection()
-    if conn.dialect.driver != "asyncpg":
-        await s.execute(insert(table), list(rows))
-        return
     columns = list(first)
+    conn = await s.connection()
     converters = [
         (i, convert)
         for i, name in enumerate(columns)
         if (convert := _converter(table.c[name].type, conn.dialect)) is not None
     ]
-    # A generator: asyncpg sends each 512 kB of rows as it fills, so the server inserts
-    # the first rows while later ones are still being converted.
-    records = (_record(row, converters) for row in rows)
+    records = (_record(row, converters) for row in itertools.chain((first,), iterator))
+    if conn.dialect.driver == "asyncpg":
+        await _copy(s, conn, table, columns, records)
+    else:
+        # SQLite: the driver's own executemany of the converted rows. A Core INSERT of
+        # many rows would process every parameter of every row once more in Python.
+        await conn.exec_driver_sql(_insert_sql(table, columns, conn.dialect), list(records))
+
+
+async def _copy(
+    s: AsyncSession,
+    conn: AsyncConnection,
+    table: Table,
+    columns: list[str],
+    records: Iterable[tuple[Any, ...]],
+) -> None:
     raw = await conn.get_raw_connection()
     driver = raw.driver_connection
     assert driver is not None
@@ -60,11 +69,24 @@ async def insert_many(
         # before it, in autocommit.
         await s.execute(text("SELECT 1"))
     try:
+        # `records` is a generator: asyncpg sends each 512 kB of rows as it fills, so the
+        # server inserts the first rows while later ones are still being converted.
         await driver.copy_records_to_table(
             table.name, records=records, columns=columns, schema_name=table.schema
         )
     except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         raise _as_sqlalchemy_error(exc, f"COPY {table.name}") from exc
+
+
+def _insert_sql(table: Table, columns: list[str], dialect: Dialect) -> str:
+    if dialect.paramstyle != "qmark":
+        raise NotImplementedError(f"bulk insert with the {dialect.paramstyle} paramstyle")
+    quote = dialect.identifier_preparer.quote
+    names = ", ".join(quote(name) for name in columns)
+    marks = ", ".join("?" for _ in columns)
+    return (
+        f"INSERT INTO {dialect.identifier_preparer.format_table(table)} ({names}) VALUES ({marks})"
+    )
 
 
 def _record(row: Mapping[str, Any], converters: list[tuple[int, Converter]]) -> tuple[Any, ...]:
