@@ -34,6 +34,8 @@ from .models import EVENTS, STAGES, TASKS, Task
 from .types import UtcDateTime
 
 TASK_COLUMNS = tuple(Task.__table__.c)
+# Belt and braces: only a task waiting to run is ever claimed, whatever its flag says.
+_WAITING = Task.status.in_((TaskStatus.PENDING.value, TaskStatus.RETRIED.value))
 
 
 def _new_lease_id(dialect: str) -> ColumnElement[Any]:
@@ -54,7 +56,7 @@ async def claim_rows(
 ) -> list[Any]:
     """Claim up to `limit` tasks of these types (best priority, then oldest): each row is
     the claimed task as it is now, plus `previous`, its status before the claim."""
-    picked = select(Task.seq, Task.status.label("previous")).where(Task.claimable)
+    picked = select(Task.seq, Task.status.label("previous")).where(Task.claimable, _WAITING)
     if len(stage_types) == 1:
         # Equality keeps the plan a plain ordered index scan.
         picked = picked.where(Task.stage_type == stage_types[0])
@@ -120,7 +122,9 @@ def claim_statement(single_type: bool) -> Select[Any]:
         if single_type
         else Task.stage_type.in_(bindparam("types", expanding=True))
     )
-    picked = select(Task.seq, Task.status.label("previous")).where(Task.claimable, of_types)
+    picked = select(Task.seq, Task.status.label("previous")).where(
+        Task.claimable, _WAITING, of_types
+    )
     chosen = (
         picked.order_by(Task.priority_rank, Task.seq)
         .limit(bindparam("n"))

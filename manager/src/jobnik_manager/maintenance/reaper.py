@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database
-from ..db.models import Task
+from ..db.models import TASKS, Task
 from ..db.types import utcnow
-from ..dispatch.outbox import tasks_ready
 from ..domain.statuses import TaskStatus
-from ..services.reports import expire_leases, jobs_allowing_claims
+from ..services.claimability import jobs_allowing_claims, open_tasks
+from ..services.reports import expire_leases
 
 DUE_BATCH = 500
 
@@ -51,24 +51,23 @@ async def open_due(s: AsyncSession) -> int:
     lets tasks be claimed; a paused job's are opened by its resume)."""
     now = utcnow()
     stmt = (
-        select(Task)
+        select(Task.seq, Task.job_id)
         .where(Task.not_before <= now, Task.status == TaskStatus.RETRIED)
         .order_by(Task.not_before)
         .limit(DUE_BATCH)
         .with_for_update(skip_locked=True)
-        .execution_options(populate_existing=True)
     )
-    tasks = list((await s.execute(stmt)).scalars())
-    open_jobs = await jobs_allowing_claims(s, list({t.job_id for t in tasks}))
-    woken: dict[str, Task] = {}
-    for task in tasks:
-        task.not_before = None
-        task.claimable = task.job_id in open_jobs
-        if task.claimable:
-            woken.setdefault(task.stage_type, task)
-    for stage_type, task in woken.items():
-        await tasks_ready(s, stage_type, task.job_id, task.stage_id, now)
-    return len(tasks)
+    due = (await s.execute(stmt)).all()
+    if not due:
+        return 0
+    await s.execute(
+        update(TASKS).where(TASKS.c.seq.in_([r.seq for r in due])).values(not_before=None)
+    )
+    open_jobs = await jobs_allowing_claims(s, (r.job_id for r in due))
+    opening = [r.seq for r in due if r.job_id in open_jobs]
+    if opening:
+        await open_tasks(s, [TASKS.c.seq.in_(opening)], now)
+    return len(due)
 
 
 async def open_due_retries(db: Database) -> int:

@@ -10,12 +10,13 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.models import Job, Stage, Task
-from ..dispatch.outbox import stage_awaits_approval, tasks_ready
+from ..db.models import TASKS, Job, Stage, Task
+from ..dispatch.outbox import stage_awaits_approval
 from ..domain.progress import Turn, job_percentage, next_stage_turn, stage_outcome
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
 from ..domain.summary import Summary, percentage, summary_field
 from ..domain.transitions import Actor, ensure_job_transition, ensure_stage_transition
+from .claimability import close_tasks, open_tasks
 from .history import job_moved, move_stages, move_tasks, stage_moved
 from .loading import load_job
 
@@ -97,22 +98,8 @@ async def open_stage_for_claims(
     s: AsyncSession, stage: Stage, job_status: JobStatus, now: datetime
 ) -> None:
     """Make the stage's waiting tasks claimable, if the job lets tasks be claimed."""
-    if job_status not in CLAIMING_JOB_STATUSES:
-        return
-    opened = await s.execute(
-        update(Task)
-        .where(
-            Task.stage_id == stage.id,
-            Task.status.in_(_CLAIMABLE),
-            Task.claimable.is_(False),
-            # A retry still waiting out its delay is opened by the maintenance loop.
-            Task.not_before.is_(None),
-        )
-        .values(claimable=True)
-        .execution_options(synchronize_session=False)
-    )
-    if getattr(opened, "rowcount", 0):
-        await tasks_ready(s, stage.type, stage.job_id, stage.id, now)
+    if job_status in CLAIMING_JOB_STATUSES:
+        await open_tasks(s, [TASKS.c.stage_id == stage.id], now)
 
 
 async def job_stages(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
@@ -207,6 +194,7 @@ async def fail_job_from(s: AsyncSession, job: Job, stage: Stage, now: datetime) 
     await move_stage(s, stage, StageStatus.FAILED, now)
     await move_job(s, job, JobStatus.FAILED, now)
     await s.flush()
+    await close_job_for_claims(s, job.id)
     await move_tasks(
         s,
         [Task.stage_id == stage.id],
@@ -214,21 +202,14 @@ async def fail_job_from(s: AsyncSession, job: Job, stage: Stage, now: datetime) 
         TaskStatus.ABORTED,
         now,
         reason="stage failed",
-        claimable=False,
         not_before=None,
         end_time=now,
     )
-    await close_job_for_claims(s, job.id)
     await recount(s, [stage.id], now)
 
 
 async def close_job_for_claims(s: AsyncSession, job_id: uuid.UUID) -> None:
-    await s.execute(
-        update(Task)
-        .where(Task.job_id == job_id, Task.claimable.is_(True))
-        .values(claimable=False)
-        .execution_options(synchronize_session=False)
-    )
+    await close_tasks(s, [TASKS.c.job_id == job_id])
 
 
 async def abort_unfinished(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
@@ -241,7 +222,6 @@ async def abort_unfinished(s: AsyncSession, job_id: uuid.UUID, now: datetime) ->
         TaskStatus.ABORTED,
         now,
         reason="job aborted",
-        claimable=False,
         not_before=None,
         end_time=now,
     )

@@ -119,6 +119,10 @@ async def move_tasks(
     log each move. One UPDATE per source status, so each event knows where it came from
     without reading the rows first."""
     conditions = list(where)
+    if target.is_final:
+        # A final task leaves the claim index in the same statement that settles it, so
+        # a task made claimable meanwhile (a retry racing an abort) cannot stay in it.
+        values["claimable"] = False
     moved: list[MovedTask] = []
     rows: list[dict[str, Any]] = []
     for source in sources:

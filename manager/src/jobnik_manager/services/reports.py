@@ -23,17 +23,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from ..db.claim import TASK_COLUMNS
 from ..db.complete import complete_statement
 from ..db.engine import Database
-from ..db.models import TASKS, Job
+from ..db.models import TASKS
 from ..db.types import utcnow
-from ..dispatch.outbox import tasks_ready
 from ..domain.errors import DomainError, LeaseLost, TaskNotFound
 from ..domain.leases import lease_is_live
 from ..domain.progress import stage_outcome
 from ..domain.retry import RetryPolicy
-from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
+from ..domain.statuses import StageStatus, TaskStatus
 from ..domain.tasks import ReportOutcome, apply_report
 from . import summaries
 from .cascade import settle_stage
+from .claimability import jobs_allowing_claims, open_tasks
 from .claims import start_stages
 from .history import insert_rows, task_row
 from .loading import load_stage
@@ -47,7 +47,6 @@ _WRITTEN = (
     "attempts",
     "update_time",
     "end_time",
-    "claimable",
     "not_before",
     "reason",
     "result",
@@ -163,11 +162,12 @@ async def settle_reports(
         events.append(task_row(task, previous, outcome.status, now, r.reason))
     if not changed:
         return answers
-    await _reopen(s, reopened, now)
     await s.execute(
         _UPDATE,
         [{"w_seq": t.seq, **{f"w_{c}": getattr(t, c) for c in _WRITTEN}} for t in changed.values()],
     )
+    if reopened:
+        await _reopen(s, reopened, now)
     await insert_rows(s, events)
     for stage in await summaries.bump(s, summaries.moves(moved), now):
         if stage.status.is_final or stage_outcome(stage.summary) is None:
@@ -220,16 +220,10 @@ def _apply(task: TaskView, r: Report, outcome: ReportOutcome, now: datetime) -> 
 
 async def _reopen(s: AsyncSession, tasks: list[TaskView], now: datetime) -> None:
     """Retries due now are claimable again if their job lets tasks be claimed."""
-    if not tasks:
-        return
-    open_jobs = await jobs_allowing_claims(s, list({t.job_id for t in tasks}))
-    woken: dict[str, TaskView] = {}
-    for task in tasks:
-        task.claimable = task.job_id in open_jobs
-        if task.claimable:
-            woken.setdefault(task.stage_type, task)
-    for stage_type, task in woken.items():
-        await tasks_ready(s, stage_type, task.job_id, task.stage_id, now)
+    open_jobs = await jobs_allowing_claims(s, (t.job_id for t in tasks))
+    ids = [t.id for t in tasks if t.job_id in open_jobs]
+    if ids:
+        await open_tasks(s, [TASKS.c.id.in_(ids)], now)
 
 
 def _policy_delay(task: TaskView, outcome: ReportOutcome) -> timedelta | None:
@@ -243,20 +237,3 @@ async def expire_leases(s: AsyncSession, task_ids: Sequence[uuid.UUID], now: dat
     """These leases ran out (the caller holds the tasks' locks): failed attempts."""
     expired = Report(TaskStatus.FAILED, reason=LEASE_EXPIRED)
     await settle_reports(s, [(task_id, expired) for task_id in task_ids], now)
-
-
-async def jobs_allowing_claims(s: AsyncSession, job_ids: list[uuid.UUID]) -> set[uuid.UUID]:
-    """Of these jobs, the ones whose tasks may be claimed now.
-
-    Share-locked, so a concurrent pause either sees a task made claimable here and
-    closes it, or commits first and is seen here.
-    """
-    if not job_ids:
-        return set()
-    rows = await s.execute(
-        select(Job.id, Job.status)
-        .where(Job.id.in_(sorted(job_ids)))
-        .order_by(Job.id)
-        .with_for_update(read=True)
-    )
-    return {job_id for job_id, status in rows if JobStatus(status) in CLAIMING_JOB_STATUSES}

@@ -18,9 +18,10 @@ from ..db.models import Job, Stage, Task
 from ..db.types import utcnow
 from ..dispatch.outbox import stage_awaits_approval, tasks_ready
 from ..domain.errors import IllegalTransition, RuleViolation
-from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, Priority, StageStatus, TaskStatus
+from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
 from ..domain.transitions import Actor, ensure_stage_transition
 from .cascade import bump_summary, complete_stage, job_stages, open_stage_for_claims, summary_of
+from .claimability import claimable_when_created
 from .history import stage_moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
 from .pages import PageRequest, PageResult, paginate
@@ -125,7 +126,7 @@ async def insert_tasks(
             "Tasks cannot be added to a stage that is IN_PROGRESS",
             code="NOT_ALLOWED_TO_ADD_TASKS_TO_IN_PROGRESS_STAGE",
         )
-    claimable = status.is_active and JobStatus(job.status) in CLAIMING_JOB_STATUSES
+    claimable = claimable_when_created(status, JobStatus(job.status))
     rank = Priority(job.priority).rank
     ids = _new_ids(len(payloads))
     rows: list[TaskRow] = [

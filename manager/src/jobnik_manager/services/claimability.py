@@ -1,0 +1,94 @@
+"""The claimable flag: whether a task sits in the claim index. Every flip of it goes
+through here (the claim statement itself takes claimed tasks out, in `db.claim`).
+
+A task is claimable when it is PENDING or RETRIED, its stage is active, its job lets
+tasks be claimed, and no retry delay holds it back. Whoever opens tasks also wakes the
+workers of their type (long-polling claims, and RabbitMQ when configured).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from sqlalchemy import ColumnElement, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.models import TASKS, Job
+from ..dispatch.outbox import tasks_ready
+from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
+
+WAITING_TO_RUN = (TaskStatus.PENDING, TaskStatus.RETRIED)
+
+
+def claimable_when_created(stage_status: StageStatus, job_status: JobStatus) -> bool:
+    """New tasks go straight into the claim index when their stage runs and their job
+    lets tasks be claimed."""
+    return stage_status.is_active and job_status in CLAIMING_JOB_STATUSES
+
+
+async def open_tasks(s: AsyncSession, where: Iterable[ColumnElement[bool]], now: datetime) -> int:
+    """Put the matching tasks that wait to run into the claim index and wake their
+    workers; a retry still waiting out its delay stays out (the maintenance loop opens
+    it when due). The caller has checked that their job lets tasks be claimed."""
+    opened = await s.execute(
+        update(TASKS)
+        .where(
+            *where,
+            TASKS.c.status.in_(WAITING_TO_RUN),
+            TASKS.c.claimable.is_(False),
+            TASKS.c.not_before.is_(None),
+        )
+        .values(claimable=True)
+        .returning(TASKS.c.stage_type, TASKS.c.job_id, TASKS.c.stage_id)
+    )
+    rows = opened.all()
+    await announce(s, rows, now)
+    return len(rows)
+
+
+async def close_tasks(s: AsyncSession, where: Iterable[ColumnElement[bool]]) -> None:
+    """Take the matching tasks out of the claim index (pause, failure, abort)."""
+    await s.execute(
+        update(TASKS).where(*where, TASKS.c.claimable.is_(True)).values(claimable=False)
+    )
+
+
+class Ready(Protocol):
+    """A task that became claimable: enough to wake its workers."""
+
+    @property
+    def stage_type(self) -> str: ...
+    @property
+    def job_id(self) -> uuid.UUID: ...
+    @property
+    def stage_id(self) -> uuid.UUID: ...
+
+
+async def announce(s: AsyncSession, tasks: Sequence[Ready], now: datetime) -> None:
+    """Wake the workers of these tasks' types, once per stage."""
+    seen: set[uuid.UUID] = set()
+    for task in tasks:
+        if task.stage_id not in seen:
+            seen.add(task.stage_id)
+            await tasks_ready(s, task.stage_type, task.job_id, task.stage_id, now)
+
+
+async def jobs_allowing_claims(s: AsyncSession, job_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
+    """Of these jobs, the ones whose tasks may be claimed now.
+
+    Share-locked, so a concurrent pause either sees a task opened by the caller and
+    closes it, or commits first and is seen here.
+    """
+    ids = sorted(set(job_ids))
+    if not ids:
+        return set()
+    rows = await s.execute(
+        select(Job.id, Job.status)
+        .where(Job.id.in_(ids))
+        .order_by(Job.id)
+        .with_for_update(read=True)
+    )
+    return {job_id for job_id, status in rows if JobStatus(status) in CLAIMING_JOB_STATUSES}
