@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
+from typing import TYPE_CHECKING
 
 from .db import migrate
 from .settings import Settings
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
 
 def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
     import uvicorn
-
-    from .app import create_app
 
     if workers < 1:
         raise SystemExit("--workers takes a number of processes, 1 or more")
@@ -26,7 +29,7 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
     if workers > 1:
         # Each process builds its own app from the same environment.
         uvicorn.run(
-            "jobnik_manager.app:create_app",
+            "jobnik_manager.cli:served_app",
             factory=True,
             host=settings.host,
             port=settings.port,
@@ -34,7 +37,7 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
             log_level=settings.log_level,
         )
         return
-    app = create_app(settings)
+    app = served_app(settings)
     if demo:
         from .demo import attach_demo
 
@@ -47,6 +50,18 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
         log_level=settings.log_level,
         access_log=not demo,
     )
+
+
+def served_app(settings: Settings | None = None) -> FastAPI:
+    """The app as `serve` runs it. What exists once it is built lives as long as the
+    process: the collector stops scanning it (gc.freeze), which spares large requests
+    long full collections."""
+    from .app import create_app
+
+    app = create_app(settings)
+    gc.collect()
+    gc.freeze()
+    return app
 
 
 def main(argv: list[str] | None = None) -> None:
