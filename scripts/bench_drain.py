@@ -188,6 +188,8 @@ async def fill_queue(url: str, rows: int) -> None:
             "INSERT INTO bench_queue (status) SELECT 'pending' FROM generate_series(1, $1)", rows
         )
         await conn.execute("VACUUM ANALYZE bench_queue")
+        # The fill's dirty pages are written now, not by a checkpoint during the run.
+        await conn.execute("CHECKPOINT")
 
 
 async def measure_ceiling(url: str, *, clients: int, seconds: int, rows: int) -> Ceiling:
