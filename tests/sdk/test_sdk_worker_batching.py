@@ -99,13 +99,59 @@ async def test_an_idle_worker_gets_work_through_the_claim_it_holds() -> None:
 
     async with worker(fake, "idle", note, poll_backoff=GLACIAL, claim_wait=timedelta(seconds=5)):
         async with asyncio.timeout(DEADLINE.total_seconds()):
-            await fake.claiming.wait()
+            while len(fake.claim_waits) < 2:  # a plain claim, then one that waits
+                fake.claiming.clear()
+                await fake.claiming.wait()
             job = await one_stage_job(fake, "idle")
             await started.wait()
         claims_until_started = list(fake.claim_waits)
         done = await fake.wait(job.id, timeout=DEADLINE)
     assert done.status is JobStatus.COMPLETED
-    assert claims_until_started == [timedelta(seconds=5)]
+    assert claims_until_started == [None, timedelta(seconds=5)]
+
+
+class SlowAnswers(CountingFake):
+    """A claim's answer takes a while to come back once its tasks are claimed, as an
+    answer on its way over the network does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.claimed = asyncio.Event()
+
+    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
+        tasks = await super().claim(stage_types, **options)
+        if tasks:
+            self.claimed.set()
+            await asyncio.sleep(0.2)
+        return tasks
+
+
+@pytest.mark.parametrize("claim", ["plain", "waiting"])
+async def test_a_worker_stopped_as_its_claim_is_answered_runs_what_it_claimed(
+    claim: str,
+) -> None:
+    fake = SlowAnswers()
+    ran: list[Any] = []
+
+    async def note(data: dict[str, Any], ctx: TaskContext) -> None:
+        ran.append(ctx.task.id)
+
+    if claim == "plain":
+        await one_stage_job(fake, "late")  # ready for the first claim, which does not wait
+    w = worker(fake, "late", note, poll_backoff=GLACIAL)
+    run = asyncio.create_task(w.run())
+    async with asyncio.timeout(DEADLINE.total_seconds()):
+        if claim == "waiting":
+            while len(fake.claim_waits) < 2:
+                fake.claiming.clear()
+                await fake.claiming.wait()
+            await one_stage_job(fake, "late")
+        await fake.claimed.wait()
+        await w.shutdown()  # while the answer is on its way
+    assert run.done() and run.exception() is None
+    assert fake.claim_waits[-1] == (timedelta(seconds=10) if claim == "waiting" else None)
+    [task] = (await fake.list_tasks(stage_type="late")).items
+    assert (task.status, ran) == (TaskStatus.COMPLETED, [task.id])
 
 
 class ReportsUnreachable(FakeJobnik):

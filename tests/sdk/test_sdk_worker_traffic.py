@@ -174,15 +174,17 @@ async def test_an_idle_worker_starts_a_task_as_the_claim_it_holds_is_answered(
 
     async with worker(manager.worker_client, kind, note, poll_backoff=GLACIAL):
         async with asyncio.timeout(DEADLINE.total_seconds()):
-            await sent.until("POST", "/v1/tasks/claim", 1)
+            # A plain claim finds nothing; the next one waits for work.
+            await sent.until("POST", "/v1/tasks/claim", 2)
             job = await one_stage_job(client, kind, 1)
             await started.wait()
         claims_until_started = sent.of("POST", "/v1/tasks/claim")
         done = await client.wait(job.id, poll_interval=POLL, timeout=DEADLINE)
     assert done.status is JobStatus.COMPLETED
-    # The one claim sent while the worker was idle waited for the task and brought it.
-    [claim] = claims_until_started
-    assert claim.body["waitSeconds"] == 10
+    # No claim went out after the task was created: the one waiting brought it.
+    plain, waiting = claims_until_started
+    assert "waitSeconds" not in plain.body
+    assert waiting.body["waitSeconds"] == 10
 
 
 async def test_shutdown_sends_the_reports_still_waiting_for_their_batch(

@@ -27,7 +27,9 @@ class TaskContext:
     helpers that record progress and write the task's user metadata on the manager.
 
     Workers build it for each task, with `on_progress` handing progress to the task's
-    heartbeat; tests build one with `testing.make_context`.
+    heartbeat; tests build one with `testing.make_context`. A Worker reads `job` and
+    `stage` once for the tasks that start within a few seconds of each other, so they
+    may be that old; read them through the client when the handler needs them fresh.
     """
 
     def __init__(

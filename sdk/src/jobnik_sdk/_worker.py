@@ -33,6 +33,9 @@ DataT = TypeVar("DataT")
 DEFAULT_POLL_BACKOFF = Backoff(
     initial=timedelta(milliseconds=250), maximum=timedelta(seconds=5), jitter=0.3
 )
+# How long a stopping worker still waits for a claim that is waiting for work: long
+# enough for an answer already on its way to arrive, as its tasks would be stranded.
+ABANDON_AFTER = timedelta(milliseconds=500)
 
 
 def default_worker_name() -> str:
@@ -50,14 +53,14 @@ class Worker(Generic[DataT]):
     Claims: one batch claim (`claim`) asks for as many tasks as there are free slots,
     of all the worker's stage types at once (in groups of 20, taken in turn), so the
     manager's order holds across them: highest job priority, then oldest. After a claim
-    that brought tasks it claims again at once. When nothing is ready, the claim is a
-    long poll: the manager holds it for up to `claim_wait` (10 s; `timedelta(0)` turns
-    this off) and answers as soon as tasks of the worker's types are ready, so the
-    worker starts them within milliseconds without RabbitMQ. Claims are still paced by
-    `poll_backoff`'s growing, jittered delays, which a long poll spends waiting: only
-    one that comes back empty early (or a plain claim) is followed by a pause. Long
-    polls need the stage types to fit in one claim (20), and a manager that takes
-    `waitSeconds`; against an older one the worker polls with `poll_backoff`.
+    that brought tasks it claims again at once. Once a claim finds nothing, the next is
+    a long poll: the manager holds it for up to `claim_wait` (10 s; `timedelta(0)`
+    turns this off) and answers as soon as tasks of the worker's types are ready, so
+    the worker starts them within milliseconds without RabbitMQ. Claims are still paced
+    by `poll_backoff`'s growing, jittered delays, which a long poll spends waiting: only
+    one that comes back empty early is followed by a pause. Long polls need the stage
+    types to fit in one claim (20), and a manager that takes `waitSeconds`; against an
+    older one the worker polls with `poll_backoff`.
 
     Leases: each claim takes a `lease`. One heartbeat loop renews the leases of all the
     running tasks in one batch call every `heartbeat_interval` (and sooner, within a
@@ -91,11 +94,11 @@ class Worker(Generic[DataT]):
     idle worker does not long-poll: it claims again only when woken, or every
     `safety_poll` in case a message was lost; while it is not, it claims as without one.
 
-    On shutdown the worker stops claiming (a long poll still waiting is abandoned) and
-    waits up to `shutdown_grace` for running tasks (heartbeating them meanwhile);
-    handlers still running then are cancelled and their tasks reported FAILED ("worker
-    shut down"), so no claimed task waits for its lease to run out. Reports waiting for
-    their batch are sent at once.
+    On shutdown the worker stops claiming (a long poll that is still waiting half a
+    second later is abandoned) and waits up to `shutdown_grace` for running tasks
+    (heartbeating them meanwhile); handlers still running then are cancelled and their
+    tasks reported FAILED ("worker shut down"), so no claimed task waits for its lease
+    to run out. Reports waiting for their batch are sent at once.
     """
 
     def __init__(
@@ -352,10 +355,12 @@ class Worker(Generic[DataT]):
             if self._wakeups:
                 # Cleared before claiming: a wake-up that lands during the claim is kept.
                 self._wakeups.event.clear()
-            # With the broker there, wake-ups say when to claim; without it, the manager.
-            long_poll = self._claimer.long_polls and not (
+            # With the broker there, wake-ups say when to claim; without it, the manager
+            # does, through a claim that waits, sent once a plain one found nothing.
+            may_wait = self._claimer.long_polls and not (
                 self._wakeups is not None and self._wakeups.connected
             )
+            long_poll = may_wait and idle_steps > 0
             began = time.monotonic()
             try:
                 tasks = await (self._long_poll(free) if long_poll else self._claimer.claim(free))
@@ -365,7 +370,8 @@ class Worker(Generic[DataT]):
             self._release(free - len(tasks))
             if not tasks:
                 idle_steps += 1
-                await self._idle(idle_steps, waited=time.monotonic() - began)
+                if long_poll or not may_wait:
+                    await self._idle(idle_steps, waited=time.monotonic() - began)
                 continue
             idle_steps = 0
             for task in tasks:
@@ -374,19 +380,24 @@ class Worker(Generic[DataT]):
                 runner.add_done_callback(self._runners.discard)
 
     async def _long_poll(self, limit: int) -> list[Task]:
-        """A claim that waits for work, abandoned if the worker stops meanwhile.
+        """A claim that waits for work; abandoned if the worker stops meanwhile and it
+        does not come back within `ABANDON_AFTER`.
 
-        Abandoned, because a stopping worker cannot wait out a long poll; should the
-        manager hand it tasks at that very moment, they go back once their leases run
-        out. A claim that does not wait is never abandoned (see `run`).
+        A stopping worker cannot wait out a long poll. Its connection is closed, so the
+        manager claims nothing more for it; only tasks it claimed in the very moment the
+        worker gave up would be stranded until their leases ran out. A claim that does
+        not wait is never abandoned (see `run`).
         """
         claim = asyncio.create_task(self._claimer.claim(limit, wait=True))
         stop = asyncio.create_task(self._stopping.wait())
         try:
             await asyncio.wait({claim, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not claim.done():
+                await asyncio.wait({claim}, timeout=ABANDON_AFTER.total_seconds())
         finally:
             stop.cancel()
             if not claim.done():
+                self._log.info("stopping: a claim still waiting for work is abandoned")
                 claim.cancel()
                 await asyncio.wait({claim})
         return [] if claim.cancelled() else claim.result()
