@@ -82,8 +82,11 @@ class Worker(Generic[DataT]):
     RetryLaterError hands it back for `delay` without spending an attempt. Reports go
     in batches (`report_many`) of up to `report_batch_size` (100), one batch at a time,
     sent when it is full, when no handler is left running whose report could join it,
-    or when its oldest report has waited `report_linger` (5 ms); a task's slot is free
-    again once the manager has answered for its report. A batch
+    or when its oldest report has waited `report_linger` (5 ms). A handler's slot is
+    free for the next task as soon as the handler ends, while its report is on its way,
+    so claims and reports overlap; at most `concurrency` reports wait for the manager's
+    answer at a time (past that, slots free only as answers come back), and the worker
+    counts a task done, and stops for good, only once its report is answered. A batch
     that cannot get through is sent again for up to `report_timeout`; a report that
     cannot be sent is never turned into a failed attempt.
 
@@ -175,6 +178,8 @@ class Worker(Generic[DataT]):
         self._contexts = ContextCache(self._client)
 
         self._slots = asyncio.Semaphore(concurrency)
+        # Reports awaiting the manager's answer: bounded, so a slow manager slows claims.
+        self._reporting = asyncio.Semaphore(concurrency)
         self._stopping = asyncio.Event()
         self._finished = asyncio.Event()
         self._stop_requested_at: float | None = None
@@ -454,6 +459,7 @@ class Worker(Generic[DataT]):
     # ---- running ------------------------------------------------------------------------
 
     async def _run_task(self, task: Task) -> None:
+        holds_slot = True
         try:
             attempt = Attempt(task, log=self._log, on_progress=self._leases.progress_recorded)
             invocation = asyncio.create_task(
@@ -469,11 +475,16 @@ class Worker(Generic[DataT]):
                 self._leases.remove(attempt)
             if attempt.dropped is None:
                 outcome = attempt.outcome(shutting_down=self._stopping.is_set())
-                await self._reporter.report(task, outcome)
+                async with self._reporting:
+                    # The handler is done: its slot may take the next task meanwhile.
+                    holds_slot = False
+                    self._slots.release()
+                    await self._reporter.report(task, outcome)
         except Exception:
             self._log.exception("unexpected error while running task %s", task.id)
         finally:
-            self._slots.release()
+            if holds_slot:
+                self._slots.release()
 
     async def _invoke(self, task: Task, attempt: Attempt) -> Any:
         stage = await self._contexts.stage(task.stage_id)

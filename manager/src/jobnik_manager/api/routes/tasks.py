@@ -9,7 +9,7 @@ from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.models import Task
@@ -68,7 +68,9 @@ def _report_of(payload: TaskStatusReport) -> Report:
 
 
 @router.post("/claim", response_model=ClaimOut, response_model_exclude_none=True, responses=ERRORS)
-async def claim_batch(db: DatabaseDep, waiters: WaitersDep, payload: ClaimRequest) -> ClaimOut:
+async def claim_batch(
+    request: Request, db: DatabaseDep, waiters: WaitersDep, payload: ClaimRequest
+) -> ClaimOut:
     """Claim up to `limit` tasks of any of `stageTypes`; `items` is empty when none is ready.
 
     With `waitSeconds`, a claim that finds nothing waits up to that long for tasks of
@@ -94,9 +96,13 @@ async def claim_batch(db: DatabaseDep, waiters: WaitersDep, payload: ClaimReques
                 left = deadline - asyncio.get_running_loop().time()
                 if rows or left <= 0:
                     break
+                if await request.is_disconnected():
+                    break  # claiming for a client that is gone would strand the tasks
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(left):
                         await waiter.event.wait()
+                if await request.is_disconnected():
+                    break
     return ClaimOut(items=[task_out(cast(Task, t)) for t in rows])
 
 
