@@ -1,6 +1,7 @@
 """Drain throughput: tasks created and run through a real manager, against a database ceiling.
 
-One run measures, on the database it is given (dropped and recreated first!):
+One run measures, on a database of its own (`jobnik_drain_<pid>`, dropped at the end), or
+on the one given with --url (dropped and recreated first!, and left for inspection):
 
   * ceiling: pgbench on a plain queue table in the same PostgreSQL database, 8 clients,
     each cycle claiming one row with `FOR UPDATE SKIP LOCKED` (one transaction) and then
@@ -32,6 +33,7 @@ import contextlib
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -57,9 +59,11 @@ from jobnik_manager.db.models import Event, Job, Stage, Task
 from jobnik_manager.db.types import UtcDateTime, utcnow
 from jobnik_sdk import JobnikClient, TaskContext, TaskReport, Worker
 
-DEFAULT_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_drain"
+# Databases of their own per run (the process id in the name), so runs never collide.
+SERVER = "postgresql+asyncpg://postgres@127.0.0.1:5432"
+DEFAULT_URL = f"{SERVER}/jobnik_drain_{os.getpid()}"
 # Where the ceiling is measured when the drains run on SQLite.
-CEILING_URL_FOR_SQLITE = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_drain_ceiling"
+CEILING_URL_FOR_SQLITE = f"{SERVER}/jobnik_drain_ceiling_{os.getpid()}"
 MODES = ("create", "sdk", "v1", "batch")
 CHILD = "--drain-child"  # hidden sub-command: one drain in a process of its own
 SELF = Path(__file__).resolve()
@@ -114,6 +118,22 @@ async def recreate(url: str) -> None:
         await conn.execute(f'CREATE DATABASE "{name}"')
     finally:
         await conn.close()
+
+
+async def drop(url: str) -> None:
+    base, _, name = libpq_url(url).rpartition("/")
+    conn = await asyncpg.connect(f"{base}/postgres", timeout=10)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 async def pg_reachable(url: str) -> bool:
@@ -376,8 +396,8 @@ async def create_job(base: str, stage_type: str, n: int) -> tuple[uuid.UUID, flo
 async def abort_job(base: str, job_id: uuid.UUID, *, unless_final: bool = False) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=900) as http:
         r = await http.put(f"/v1/jobs/{job_id}/status", json={"status": "ABORTED"})
-        if unless_final and r.status_code == 400:
-            return  # finished already
+        if unless_final and r.status_code in (400, 404):
+            return  # finished already (or gone)
         r.raise_for_status()
 
 
@@ -1047,6 +1067,8 @@ def print_phase(title: str, summary: dict[str, Any], ceiling_note: str, runs: in
 async def benchmark(args: argparse.Namespace) -> int:
     sqlite = is_sqlite(args.url)
     ceiling_url: str | None = args.ceiling_url or (CEILING_URL_FOR_SQLITE if sqlite else args.url)
+    if ceiling_url == CEILING_URL_FOR_SQLITE:
+        args.scratch.append(ceiling_url)
     if ceiling_url is not None and not await pg_reachable(ceiling_url):
         if not sqlite:
             raise SystemExit(f"PostgreSQL is not reachable at {ceiling_url}")
@@ -1160,11 +1182,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--url", default=DEFAULT_URL, help="database to use (dropped first!)")
+    parser.add_argument(
+        "--url",
+        help="database to use (dropped first!, kept afterwards); default: "
+        f"{SERVER}/jobnik_drain_<pid>, dropped at the end",
+    )
     parser.add_argument(
         "--ceiling-url",
         help="PostgreSQL database for the pgbench ceiling (default: --url; for SQLite "
-        f"{CEILING_URL_FOR_SQLITE}, dropped first)",
+        f"{SERVER}/jobnik_drain_ceiling_<pid>, dropped at the end)",
     )
     parser.add_argument("--modes", default="create,sdk,v1,batch", help="of " + ",".join(MODES))
     parser.add_argument("--tasks", type=int, default=20_000, help="tasks per job")
@@ -1183,7 +1209,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "slower by more than --max-history-ratio",
     )
     parser.add_argument("--max-history-ratio", type=float, default=1.2)
-    parser.add_argument("--port", type=int, default=8793)
+    parser.add_argument("--port", type=int, default=0, help="the manager's (default: a free one)")
+    parser.add_argument("--keep", action="store_true", help="keep the databases made for the run")
     parser.add_argument("--ceiling-clients", type=int, default=8)
     parser.add_argument("--ceiling-seconds", type=int, default=10)
     parser.add_argument("--ceiling-rows", type=int, default=400_000)
@@ -1200,6 +1227,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
+    args.scratch = []  # databases made for this run, dropped at its end
+    if args.url is None:
+        args.url = DEFAULT_URL
+        args.scratch.append(DEFAULT_URL)
+    args.port = args.port or free_port()
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(args.modes) - set(MODES)
     if unknown or not args.modes:
@@ -1219,7 +1251,17 @@ def main() -> None:
             traceback.print_exc()
             sys.exit(1)
         return
-    sys.exit(asyncio.run(benchmark(parse_args())))
+    sys.exit(asyncio.run(run(parse_args())))
+
+
+async def run(args: argparse.Namespace) -> int:
+    try:
+        return await benchmark(args)
+    finally:
+        if not args.keep:
+            for url in args.scratch:
+                with contextlib.suppress(OSError, asyncpg.PostgresError):
+                    await drop(url)
 
 
 if __name__ == "__main__":
