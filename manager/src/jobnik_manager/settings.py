@@ -32,7 +32,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8080
     log_level: str = "info"
-    db_pool_size: int = Field(default=10, ge=1)
+    # Connections kept open; overflow ones (as many again) are closed after each use,
+    # so a busy replica should rarely need them.
+    db_pool_size: int = Field(default=20, ge=1)
     auto_migrate: bool | None = Field(
         default=None,
         description="Apply migrations when `serve` starts; default: on for SQLite, off otherwise",
