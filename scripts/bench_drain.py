@@ -37,6 +37,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -81,8 +82,12 @@ class BenchFailure(Exception):
     """A drain did not end as it must: wrong statuses, events or invariants."""
 
 
-class ManagerGone(BenchFailure):
-    """The manager process ended under a measurement (someone else may have stopped it)."""
+class Interrupted(BenchFailure):
+    """A process of the run was stopped under a measurement (by someone else, maybe)."""
+
+
+class ManagerGone(Interrupted):
+    """The manager process ended under a measurement."""
 
 
 # ---- databases ----------------------------------------------------------------------
@@ -547,6 +552,10 @@ class Child:
         assert self.proc
         line = await self._line(limit_s)
         code = await self.proc.wait()
+        if code < 0:
+            raise Interrupted(
+                f"the {self.spec['mode']} drain process was stopped by signal {-code}"
+            )
         if not line.startswith("result ") or code != 0:
             raise BenchFailure(f"the {self.spec['mode']} drain process failed (exit {code})")
         result: dict[str, Any] = json.loads(line.removeprefix("result "))
@@ -818,12 +827,12 @@ class Bench:
                 if mode == "create":
                     return await self.create(stage_type, ceiling)
                 return await self.drain(mode, stage_type, ceiling)
-            except (ManagerGone, httpx.TransportError) as exc:
-                if not self.manager.gone and not isinstance(exc, ManagerGone):
+            except (Interrupted, httpx.TransportError) as exc:
+                if not self.manager.gone and not isinstance(exc, Interrupted):
                     raise
                 if attempt == self.args.retries:
-                    raise ManagerGone(f"{mode}: the manager process ended: {exc}") from exc
-                say(f"{mode}: the manager process ended ({exc}); measuring again")
+                    raise Interrupted(f"{mode}: {exc}") from exc
+                say(f"{mode}: interrupted ({exc}); measuring again")
                 self.stop_manager()
                 await self.start_manager()
                 if self._job is not None:
@@ -1307,8 +1316,15 @@ def main() -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
+    """The benchmark; on SIGTERM it stops its processes and drops its databases."""
+    main = asyncio.current_task()
+    assert main is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
     try:
         return await benchmark(args)
+    except asyncio.CancelledError:
+        say("stopped (SIGTERM)")
+        return 143
     finally:
         if not args.keep:
             for url in args.scratch:
