@@ -88,6 +88,21 @@ class Database:
     def __init__(self, url: str, *, pool_size: int = 10, outbox: bool = False) -> None:
         self.url = url
         self.engine = make_engine(url, pool_size=pool_size)
+        # Single-statement transactions of the hot paths (`statement`) get connections of
+        # their own on PostgreSQL, planned without bitmap scans: the planner's estimate for
+        # a stage type's claimable tasks is often stale or far too small (a new stage of
+        # thousands), and a bitmap scan then reads and sorts every claimable task of the
+        # type on each claim, where the ordered scan of the claim index stops at `limit`.
+        self.statement_engine = (
+            self.engine
+            if is_sqlite(url)
+            else create_async_engine(
+                url,
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                connect_args={"server_settings": {"enable_bitmapscan": "off"}},
+            )
+        )
         self.sessions = make_sessionmaker(self.engine)
         self.outbox = outbox
         self.outbox_written = asyncio.Event()
@@ -134,7 +149,7 @@ class Database:
         """
         for attempt in range(1, _MAX_TX_ATTEMPTS + 1):
             try:
-                async with self.engine.connect() as conn:
+                async with self.statement_engine.connect() as conn:
                     auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
                     return await work(auto)
             except DBAPIError as exc:
@@ -150,3 +165,5 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+        if self.statement_engine is not self.engine:
+            await self.statement_engine.dispose()
