@@ -16,7 +16,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import (
+    CTE,
     ColumnElement,
+    Insert,
     Row,
     Select,
     bindparam,
@@ -149,22 +151,8 @@ def claim_statement(single_type: bool) -> Select[Any]:
         .cte("claimed")
     )
     c = claimed.c
-    logged = insert(EVENTS).from_select(
-        EVENT_COLUMNS,
-        select(
-            c.job_id,
-            literal("TASK"),
-            c.id,
-            c.stage_id,
-            c.id,
-            c.previous,
-            literal(TaskStatus.IN_PROGRESS.value),
-            c.attempts,
-            c.lease_id,
-            c.worker,
-            null(),
-            now,
-        ).order_by(c.priority_rank, c.seq),
+    logged = log_task_moves(
+        claimed, c.previous, TaskStatus.IN_PROGRESS, now, order_by=(c.priority_rank, c.seq)
     )
     counted = (
         select(
@@ -193,6 +181,36 @@ def claim_statement(single_type: bool) -> Select[Any]:
         .join(bumped, bumped.c.id == c.stage_id)
         .add_cte(logged.cte("logged"))
         .order_by(c.priority_rank, c.seq)
+    )
+
+
+def log_task_moves(
+    moved: CTE,
+    previous: ColumnElement[Any],
+    target: TaskStatus,
+    now: ColumnElement[Any],
+    *,
+    order_by: tuple[ColumnElement[Any], ...],
+) -> Insert:
+    """The event rows of the tasks a data-modifying CTE moved to `target`, in SQL; the
+    same rows `services.history.task_row` builds in Python."""
+    m = moved.c
+    return insert(EVENTS).from_select(
+        EVENT_COLUMNS,
+        select(
+            m.job_id,
+            literal("TASK"),
+            m.id,
+            m.stage_id,
+            m.id,
+            previous,
+            literal(target.value),
+            m.attempts,
+            m.lease_id,
+            m.worker,
+            null(),
+            now,
+        ).order_by(*order_by),
     )
 
 

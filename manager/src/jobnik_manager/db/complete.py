@@ -26,17 +26,15 @@ from sqlalchemy import (
     cast,
     column,
     func,
-    insert,
     literal,
-    null,
     or_,
     select,
     update,
 )
 
 from ..domain.statuses import StageStatus, TaskStatus
-from .claim import EVENT_COLUMNS
-from .models import EVENTS, STAGES, TASKS
+from .claim import log_task_moves
+from .models import STAGES, TASKS
 from .types import UtcDateTime
 
 _OPEN = ("created", "pending", "retried", "in_progress")
@@ -108,22 +106,6 @@ def complete_statement() -> Select[Any]:
         .returning(*TASKS.c)
         .cte("done")
     )
-    d = done.c
-    logged = insert(EVENTS).from_select(
-        EVENT_COLUMNS,
-        select(
-            d.job_id,
-            literal("TASK"),
-            d.id,
-            d.stage_id,
-            d.id,
-            literal(TaskStatus.IN_PROGRESS.value),
-            literal(TaskStatus.COMPLETED.value),
-            d.attempts,
-            d.lease_id,
-            d.worker,
-            null(),
-            now,
-        ).order_by(d.id),
-    )
+    previous = literal(TaskStatus.IN_PROGRESS.value)
+    logged = log_task_moves(done, previous, TaskStatus.COMPLETED, now, order_by=(done.c.id,))
     return select(done).add_cte(logged.cte("logged"))

@@ -82,6 +82,19 @@ def _retryable(exc: BaseException) -> bool:
     return False
 
 
+async def _retried(run: Callable[[], Awaitable[T]]) -> T:
+    """Run again after a deadlock, a serialization failure or a dead connection."""
+    for attempt in range(1, _MAX_TX_ATTEMPTS + 1):
+        try:
+            return await run()
+        except DBAPIError as exc:
+            if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):
+                raise
+            log.info("transaction conflict, retrying (attempt %d): %s", attempt, exc.orig)
+            await asyncio.sleep(0.01 * attempt)
+    raise AssertionError("unreachable")
+
+
 class Database:
     """Owns the engine; runs each use case in one transaction, retried on deadlock."""
 
@@ -121,25 +134,21 @@ class Database:
         A deadlock or serialization failure rolls back and runs it again, so `work`
         must not have effects outside the session.
         """
-        for attempt in range(1, _MAX_TX_ATTEMPTS + 1):
-            try:
-                async with self.sessions() as session:
-                    session.info[OUTBOX_ON] = self.outbox
-                    async with session.begin():
-                        result = await work(session)
-                        for hook in self.before_commit:
-                            await hook(session)
-                    if session.info.get(OUTBOX_WRITTEN):
-                        self.outbox_written.set()
-                    for done in self.after_commit:
-                        done(session.info)
-                    return result
-            except DBAPIError as exc:
-                if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):
-                    raise
-                log.info("transaction conflict, retrying (attempt %d): %s", attempt, exc.orig)
-                await asyncio.sleep(0.01 * attempt)
-        raise AssertionError("unreachable")
+
+        async def once() -> T:
+            async with self.sessions() as session:
+                session.info[OUTBOX_ON] = self.outbox
+                async with session.begin():
+                    result = await work(session)
+                    for hook in self.before_commit:
+                        await hook(session)
+                if session.info.get(OUTBOX_WRITTEN):
+                    self.outbox_written.set()
+                for done in self.after_commit:
+                    done(session.info)
+                return result
+
+        return await _retried(once)
 
     async def statement(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         """Run `work`, a single statement, as a transaction of its own (autocommit).
@@ -147,17 +156,12 @@ class Database:
         Row locks it takes last only as long as the statement runs, not a round trip
         more for the COMMIT. Retried like `transaction`.
         """
-        for attempt in range(1, _MAX_TX_ATTEMPTS + 1):
-            try:
-                async with self.statement_engine.connect() as conn:
-                    auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
-                    return await work(auto)
-            except DBAPIError as exc:
-                if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):
-                    raise
-                log.info("statement conflict, retrying (attempt %d): %s", attempt, exc.orig)
-                await asyncio.sleep(0.01 * attempt)
-        raise AssertionError("unreachable")
+
+        async def once() -> T:
+            async with self.statement_engine.connect() as conn:
+                return await work(await conn.execution_options(isolation_level="AUTOCOMMIT"))
+
+        return await _retried(once)
 
     async def ping(self) -> None:
         async with self.engine.connect() as conn:
