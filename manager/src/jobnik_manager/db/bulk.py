@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import asyncpg  # type: ignore[import-untyped]
 import orjson
-from sqlalchemy import JSON, Table, text
+from sqlalchemy import JSON, Table, insert, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -22,6 +22,7 @@ from sqlalchemy.types import TypeEngine
 from .models import Base
 
 Converter = Callable[[Any], Any]
+_FEW = 50
 _NOTHING = object()
 
 
@@ -34,10 +35,17 @@ async def insert_many(
     `rows` may be a generator: on PostgreSQL each row is then built, sent and dropped in
     turn, never all held at once."""
     iterator = iter(rows)
-    first = next(iterator, None)
-    if first is None:
+    head = list(itertools.islice(iterator, _FEW + 1))
+    if not head:
         return
     table = cast(Table, model.__table__)
+    if len(head) <= _FEW:
+        # A few rows: one plain multi-row INSERT beats COPY's set-up round trips, which
+        # would otherwise dominate a small create (and the latency of its first task).
+        await s.execute(insert(table), head)
+        return
+    first = head[0]
+    iterator = itertools.chain(head[1:], iterator)
     columns = list(first)
     conn = await s.connection()
     converters = [
