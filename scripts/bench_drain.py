@@ -9,7 +9,10 @@ on the one given with --url (dropped and recreated first!, and left for inspecti
     figures from machines (or days) of different speed compare;
   * create: one `POST /v1/jobs` holding a stage of N no-op tasks;
   * sdk: the SDK's `Worker` (concurrency 16, a no-op handler) in a process of its own;
-  * v1: 16 HTTP loops of `PATCH /v1/stages/{type}/tasks/dequeue` + `PUT .../status`;
+  * v1: 16 HTTP loops of `PATCH /v1/stages/{type}/tasks/dequeue` + `PUT .../status`,
+    each over a keep-alive connection of its own; the client is scripts/bench_http.py, a
+    bare HTTP/1.1 writer with httptools parsing the answers, because httpx cost as much
+    CPU per request as the manager and competed with it for the machine;
   * batch: 4 loops of `claim(limit=100)` + `report_many`, by hand with the SDK client.
 
 With --compare-history N the sdk drain runs on two databases side by side, one empty
@@ -55,6 +58,8 @@ from typing import Any, TypeVar
 
 import asyncpg
 import httpx
+import orjson
+from bench_http import Connection
 from sqlalchemy import Uuid, bindparam, func, insert, select, text
 from sqlalchemy.engine import make_url
 
@@ -454,27 +459,37 @@ async def drain_sdk(spec: dict[str, Any]) -> int:
 
 
 async def drain_v1(spec: dict[str, Any]) -> int:
-    """Reference v1 calls only: dequeue one, report it, until dequeue answers 404."""
+    """Reference v1 calls only: dequeue one, report it, until dequeue answers 404.
+
+    Each loop has a keep-alive connection of its own (`bench_http.Connection`, not
+    httpx: see that module for why)."""
     loops: int = spec["loops"]
     dequeue = f"/v1/stages/{spec['stage_type']}/tasks/dequeue"
+    completed = json.dumps({"status": "COMPLETED"}).encode()
     done = 0
-    limits = httpx.Limits(max_connections=loops, max_keepalive_connections=loops)
-    async with httpx.AsyncClient(base_url=spec["base"], timeout=120, limits=limits) as http:
 
-        async def loop() -> None:
-            nonlocal done
-            while True:
-                r = await http.patch(dequeue)
-                if r.status_code == 404 and r.json().get("code") == "TASK_NOT_FOUND":
-                    return
-                r.raise_for_status()
-                r = await http.put(
-                    f"/v1/tasks/{r.json()['id']}/status", json={"status": "COMPLETED"}
-                )
-                r.raise_for_status()
-                done += 1
+    async def loop(http: Connection) -> None:
+        nonlocal done
+        while True:
+            status, body = await http.request("PATCH", dequeue)
+            if status == 404 and orjson.loads(body).get("code") == "TASK_NOT_FOUND":
+                return
+            if status != 200:
+                raise BenchFailure(f"dequeue answered {status}: {body[:500]!r}")
+            task_id = orjson.loads(body)["id"]
+            status, body = await http.request(
+                "PUT", f"/v1/tasks/{task_id}/status", completed, json=True
+            )
+            if status != 200:
+                raise BenchFailure(f"PUT status answered {status}: {body[:500]!r}")
+            done += 1
 
-        await asyncio.gather(*(loop() for _ in range(loops)))
+    connections = [await Connection.open(spec["base"]) for _ in range(loops)]
+    try:
+        await asyncio.gather(*(loop(http) for http in connections))
+    finally:
+        for http in connections:
+            http.close()
     return done
 
 
