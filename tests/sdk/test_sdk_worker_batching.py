@@ -27,6 +27,7 @@ from jobnik_sdk import (
     ValidationError,
     Worker,
 )
+from jobnik_sdk._worker import NOT_STARTED_REASON
 from jobnik_sdk.testing import FakeJobnik
 
 DEADLINE = timedelta(seconds=10)
@@ -69,8 +70,39 @@ async def one_stage_job(fake: FakeJobnik, kind: str, count: int = 1) -> Any:
     return await fake.create_job("job", stages=[NewStage(type=kind, tasks=tasks)])
 
 
-async def test_tasks_that_start_together_share_one_read_of_their_job_and_stage() -> None:
+class NoContextFake(CountingFake):
+    """A manager that answers claims without their tasks' jobs and stages."""
+
+    async def claim_with_context(self, stage_types: Any, **options: Any) -> Any:
+        self.calls["claim_with_context"] += 1
+        raise ValidationError(
+            "withContext: Extra inputs are not permitted",
+            status_code=400,
+            code="VALIDATION_ERROR",
+        )
+
+
+async def test_claims_bring_the_job_and_stage_so_none_is_read() -> None:
     fake, count = CountingFake(), 16
+
+    seen: list[tuple[Any, str]] = []
+
+    async def note(data: dict[str, Any], ctx: TaskContext) -> None:
+        seen.append((ctx.job.id, ctx.stage.type))
+
+    job = await one_stage_job(fake, "context", count)
+    async with worker(fake, "context", note, concurrency=4):
+        async with asyncio.timeout(DEADLINE.total_seconds()):
+            while len(seen) < count:
+                await asyncio.sleep(0.01)
+    assert seen == [(job.id, "context")] * count
+    assert (fake.calls["get_stage"], fake.calls["get_job"]) == (0, 0)
+    done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+
+
+async def test_tasks_that_start_together_share_one_read_of_their_job_and_stage() -> None:
+    fake, count = NoContextFake(), 16
     running, all_running, release = 0, asyncio.Event(), asyncio.Event()
 
     async def hold(data: dict[str, Any], ctx: TaskContext) -> None:
@@ -88,6 +120,7 @@ async def test_tasks_that_start_together_share_one_read_of_their_job_and_stage()
         done = await fake.wait(job.id, timeout=DEADLINE)
     assert done.status is JobStatus.COMPLETED
     assert reads == (1, 1)
+    assert fake.calls["claim_with_context"] == 1, "refused once, then plain claims"
 
 
 async def test_an_idle_worker_gets_work_through_the_claim_it_holds() -> None:
@@ -127,7 +160,7 @@ class SlowAnswers(CountingFake):
 
 
 @pytest.mark.parametrize("claim", ["plain", "waiting"])
-async def test_a_worker_stopped_as_its_claim_is_answered_runs_what_it_claimed(
+async def test_a_worker_stopped_as_its_claim_is_answered_hands_back_what_it_claimed(
     claim: str,
 ) -> None:
     fake = SlowAnswers()
@@ -150,8 +183,15 @@ async def test_a_worker_stopped_as_its_claim_is_answered_runs_what_it_claimed(
         await w.shutdown()  # while the answer is on its way
     assert run.done() and run.exception() is None
     assert fake.claim_waits[-1] == (timedelta(seconds=10) if claim == "waiting" else None)
+    # Not left to its lease: offered again at once, with no attempt spent.
     [task] = (await fake.list_tasks(stage_type="late")).items
-    assert (task.status, ran) == (TaskStatus.COMPLETED, [task.id])
+    assert (task.status, task.attempts, task.reason, ran) == (
+        TaskStatus.RETRIED,
+        0,
+        NOT_STARTED_REASON,
+        [],
+    )
+    assert task.not_before is None
 
 
 class ReportsUnreachable(FakeJobnik):
@@ -189,8 +229,9 @@ async def test_a_report_that_cannot_get_through_is_given_up_not_turned_into_a_fa
     assert (task.status, task.attempts) == (TaskStatus.IN_PROGRESS, 0)
 
 
-class WithoutLongPolls(CountingFake):
-    """A manager from before long polls: `waitSeconds` is an unknown field to it."""
+class WithoutLongPolls(NoContextFake):
+    """A manager from before long polls: `waitSeconds` (and `withContext`) are unknown
+    fields to it."""
 
     async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
         if options.get("wait") is not None:

@@ -12,7 +12,7 @@
 
 from ._backoff import Backoff
 from ._client import JobnikClient
-from ._consumer import ConsumerClient
+from ._consumer import ClaimedTasks, ConsumerClient
 from ._context import TaskContext
 from ._exceptions import (
     ApiError,
@@ -58,6 +58,7 @@ from ._worker import Worker
 __all__ = [
     "ApiError",
     "Backoff",
+    "ClaimedTasks",
     "ConflictError",
     "ConsumerClient",
     "Event",

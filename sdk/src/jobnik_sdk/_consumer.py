@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
+from pydantic import Field
+
 from ._exceptions import NotFoundError
 from ._http import Http
 from ._models import EntityId, Job, Stage, Task, _Wire, seconds
@@ -18,6 +20,15 @@ MAX_CLAIM_WAIT = timedelta(seconds=60)
 # Batch answers are parsed straight from the body's bytes, in one pass.
 class _Claimed(_Wire):
     items: list[Task]
+
+
+class ClaimedTasks(_Wire):
+    """A claim's answer with its context: the claimed tasks (`items`), and their stages
+    (without tasks) and jobs (without stages), each once."""
+
+    items: list[Task]
+    stages: list[Stage] = Field(default_factory=list)
+    jobs: list[Job] = Field(default_factory=list)
 
 
 class _Renewed(_Wire):
@@ -84,18 +95,30 @@ class ConsumerCalls:
         (ValidationError). `lease` and `worker` as for `dequeue`, and like it never sent
         twice once it may have reached the manager.
         """
-        types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
-        body: dict[str, Any] = {"stageTypes": types, "limit": limit}
-        if lease is not None:
-            body["leaseSeconds"] = seconds(lease)
-        if worker is not None:
-            body["worker"] = worker
-        if wait is not None:
-            body["waitSeconds"] = seconds(wait)
+        body = _claim_body(stage_types, limit, lease, worker, wait)
         response = await self._http.request(
             "POST", "/v1/tasks/claim", json=body, claims=True, held_for=wait
         )
         return _Claimed.model_validate_json(response.content).items
+
+    async def claim_with_context(
+        self,
+        stage_types: str | Sequence[str],
+        *,
+        limit: int = 1,
+        lease: timedelta | None = None,
+        worker: str | None = None,
+        wait: timedelta | None = None,
+    ) -> ClaimedTasks:
+        """As `claim`, with the claimed tasks' stages and jobs in the same answer, so
+        that running them needs no further reads. A manager that cannot answer with
+        them refuses the call (ValidationError), and nothing is claimed."""
+        body = _claim_body(stage_types, limit, lease, worker, wait)
+        body["withContext"] = True
+        response = await self._http.request(
+            "POST", "/v1/tasks/claim", json=body, claims=True, held_for=wait
+        )
+        return ClaimedTasks.model_validate_json(response.content)
 
     async def heartbeat(
         self,
@@ -193,6 +216,24 @@ class ConsumerCalls:
         return Task.model_validate(response.json())
 
 
+def _claim_body(
+    stage_types: str | Sequence[str],
+    limit: int,
+    lease: timedelta | None,
+    worker: str | None,
+    wait: timedelta | None,
+) -> dict[str, Any]:
+    types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
+    body: dict[str, Any] = {"stageTypes": types, "limit": limit}
+    if lease is not None:
+        body["leaseSeconds"] = seconds(lease)
+    if worker is not None:
+        body["worker"] = worker
+    if wait is not None:
+        body["waitSeconds"] = seconds(wait)
+    return body
+
+
 class ConsumerClient(Protocol):
     """What a Worker needs from a client; JobnikClient and testing.FakeJobnik provide it."""
 
@@ -212,6 +253,18 @@ class ConsumerClient(Protocol):
         wait: timedelta | None = None,
     ) -> list[Task]:
         """Claim up to `limit` ready tasks of the stage types, waiting up to `wait`."""
+        ...
+
+    async def claim_with_context(
+        self,
+        stage_types: str | Sequence[str],
+        *,
+        limit: int = 1,
+        lease: timedelta | None = None,
+        worker: str | None = None,
+        wait: timedelta | None = None,
+    ) -> ClaimedTasks:
+        """As `claim`, with the claimed tasks' stages and jobs."""
         ...
 
     async def heartbeat(

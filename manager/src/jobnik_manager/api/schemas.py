@@ -162,6 +162,8 @@ class ClaimRequest(Inbound):
     worker: WorkerName | None = None
     # Long poll: with nothing ready, hold the request up to this long for work to appear.
     wait_seconds: WaitSeconds | None = None
+    # The claimed tasks' stages and jobs in the answer, so a worker needs no reads of them.
+    with_context: StrictBool = False
 
 
 class HeartbeatItem(Inbound):
@@ -243,6 +245,10 @@ class BatchHeartbeatOut(Outbound):
 
 class ClaimOut(Outbound):
     items: list[TaskOut]
+    # With `withContext`: each claimed task's stage (without its tasks) and job (without
+    # its stages), once each.
+    stages: list[StageOut] | None = None
+    jobs: list[JobOut] | None = None
 
 
 class ReportResultOut(Outbound):

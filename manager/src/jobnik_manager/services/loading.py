@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -51,3 +52,19 @@ async def lock_job_of_stage(s: AsyncSession, stage_id: uuid.UUID) -> tuple[Job, 
         raise StageNotFound()
     job = await load_job(s, job_id, lock=True)
     return job, await load_stage(s, stage_id, lock=True)
+
+
+async def load_stages_with_jobs(
+    s: AsyncSession, stage_ids: Iterable[uuid.UUID]
+) -> tuple[list[Stage], list[Job]]:
+    """These stages and their jobs, each once, in one statement (missing ones left out)."""
+    ids = sorted(set(stage_ids))
+    if not ids:
+        return [], []
+    rows = (
+        await s.execute(
+            select(Stage, Job).join(Job, Job.id == Stage.job_id).where(Stage.id.in_(ids))
+        )
+    ).all()
+    jobs = {job.id: job for _, job in rows}
+    return [stage for stage, _ in rows], list(jobs.values())

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from .._consumer import ClaimedTasks
 from .._exceptions import ApiError
 from .._models import EntityId, Task
 from .._reports import (
@@ -58,6 +59,21 @@ class FakeConsumerCalls:
             if rows or time.monotonic() >= deadline:
                 return [row.model() for row in rows]
             await asyncio.sleep(min(_WAIT_STEP, max(0.0, deadline - time.monotonic())))
+
+    async def claim_with_context(
+        self,
+        stage_types: str | Sequence[str],
+        *,
+        limit: int = 1,
+        lease: timedelta | None = None,
+        worker: str | None = None,
+        wait: timedelta | None = None,
+    ) -> ClaimedTasks:
+        """As JobnikClient.claim_with_context."""
+        tasks = await self.claim(stage_types, limit=limit, lease=lease, worker=worker, wait=wait)
+        stages = [self.state.stage(sid).model() for sid in dict.fromkeys(t.stage_id for t in tasks)]
+        jobs = [self.state.job(jid).model() for jid in dict.fromkeys(st.job_id for st in stages)]
+        return ClaimedTasks(items=tasks, stages=stages, jobs=jobs)
 
     async def heartbeat(
         self,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from datetime import datetime, timedelta
 from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.models import Task
@@ -18,11 +18,17 @@ from ...domain.statuses import TaskStatus
 from ...services import tasks as task_service
 from ...services.claims import claim
 from ...services.leases import Beat, heartbeat, heartbeats
-from ...services.loading import load_task
+from ...services.loading import load_stages_with_jobs, load_task
 from ...services.reports import Report, report, settle
 from ..deps import DatabaseDep, PageDep, WaitersDep
 from ..json_values import JsonObject
-from ..presenters import task_out
+from ..presenters import (
+    job_body,
+    json_response,
+    stage_body,
+    task_bodies,
+    task_out,
+)
 from ..schemas import (
     BatchHeartbeat,
     BatchHeartbeatOut,
@@ -70,11 +76,12 @@ def _report_of(payload: TaskStatusReport) -> Report:
 @router.post("/claim", response_model=ClaimOut, response_model_exclude_none=True, responses=ERRORS)
 async def claim_batch(
     request: Request, db: DatabaseDep, waiters: WaitersDep, payload: ClaimRequest
-) -> ClaimOut:
+) -> Response:
     """Claim up to `limit` tasks of any of `stageTypes`; `items` is empty when none is ready.
 
     With `waitSeconds`, a claim that finds nothing waits up to that long for tasks of
-    those types to become ready (long poll) and answers as soon as it has some.
+    those types to become ready (long poll) and answers as soon as it has some. With
+    `withContext`, the answer also holds the claimed tasks' stages and jobs.
     """
     lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
 
@@ -103,7 +110,20 @@ async def claim_batch(
                         await waiter.event.wait()
                 if await request.is_disconnected():
                     break
-    return ClaimOut(items=[task_out(cast(Task, t)) for t in rows])
+    body: dict[str, Any] = {"items": task_bodies([_columns(r) for r in rows])}
+    if payload.with_context and rows:
+        stages, jobs = await db.transaction(
+            lambda s: load_stages_with_jobs(s, (r.stage_id for r in rows))
+        )
+        body["stages"] = [stage_body(st) for st in stages]
+        body["jobs"] = [job_body(j) for j in jobs]
+    return json_response(body, 200)
+
+
+def _columns(row: Any) -> Mapping[str, Any]:
+    """A claimed row's columns by name (a Row, or SQLite's namespace of them)."""
+    mapping = getattr(row, "_mapping", None)
+    return cast(Mapping[str, Any], mapping if mapping is not None else vars(row))
 
 
 @router.post(
