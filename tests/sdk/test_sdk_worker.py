@@ -257,13 +257,29 @@ async def test_free_slots_are_claimed_in_one_batch() -> None:
         await release.wait()
 
     job = await one_stage_job(fake, "batch", *[NewTask() for _ in range(5)])
-    async with worker(fake, "batch", wait, concurrency=4):
+    async with worker(fake, "batch", wait, concurrency=4, prefetch=0):
         await asyncio.wait_for(all_running.wait(), 5)
         release.set()
         done = await fake.wait(job.id, timeout=DEADLINE)
     assert done.status is JobStatus.COMPLETED
     assert fake.limits[0] == 4, "the first claim asks for every free slot"
-    assert max(fake.limits) <= 4
+    assert max(fake.limits) <= 4, "without prefetch, never more than the free slots"
+
+
+async def test_short_tasks_are_claimed_ahead_of_the_free_slots() -> None:
+    fake = CountingFake()
+    handled: list[int] = []
+
+    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
+        handled.append(data["n"])
+
+    job = await one_stage_job(fake, "ahead", *[NewTask(data={"n": n}) for n in range(300)])
+    async with worker(fake, "ahead", noop, concurrency=4):
+        done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED
+    assert sorted(handled) == list(range(300)), "each task ran once"
+    assert fake.limits[0] == 4, "nothing is claimed ahead before a handler has run"
+    assert max(fake.limits) > 4, "once handlers are seen to be short, claims run ahead"
 
 
 class UnreliableFake(FakeJobnik):

@@ -4,12 +4,12 @@ groups taken in turn, and a long poll while nothing is ready when the manager ta
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from ._consumer import ConsumerClient
 from ._exceptions import ApiError, TransportError, ValidationError
-from ._models import Task
+from ._models import Job, Stage, Task
 
 # What one batch claim may ask for, by the manager's limits.
 MAX_CLAIM = 100
@@ -19,6 +19,7 @@ MAX_CLAIM_TYPES = 20
 class Claimer:
     """Claims tasks of `stage_types` under `lease`, in the worker's `name`.
 
+    Claims ask for the tasks' stages and jobs too, handed to `on_context`.
     A claim that may `wait` is a long poll of up to `wait`; that needs the worker's
     types to fit in one claim (20 of them), as a claim held for one group would keep
     the others waiting. An older manager refuses the long poll as a malformed request;
@@ -34,6 +35,7 @@ class Claimer:
         name: str,
         wait: timedelta,
         log: logging.Logger,
+        on_context: Callable[[list[Stage], list[Job]], None] = lambda stages, jobs: None,
     ) -> None:
         self._client = client
         self._groups = [
@@ -44,6 +46,8 @@ class Claimer:
         self._name = name
         self._wait = wait if wait > timedelta(0) and len(self._groups) == 1 else None
         self._log = log
+        self._on_context = on_context
+        self._with_context = True
         self._next_group = 0
 
     @property
@@ -70,15 +74,33 @@ class Claimer:
         return []
 
     async def _claim(self, group: list[str], limit: int, wait: timedelta | None) -> list[Task]:
-        try:
+        # A manager refuses what it does not know as a malformed request, so nothing was
+        # claimed: ask again without the context, then without the wait.
+        while True:
+            try:
+                return await self._ask(group, limit, wait)
+            except ValidationError:
+                if self._with_context:
+                    self._with_context = False
+                    self._log.info(
+                        "the manager does not answer claims with their context; "
+                        "reading jobs and stages instead"
+                    )
+                elif wait is not None:
+                    wait = self._wait = None
+                    self._log.info(
+                        "the manager does not hold claims open (waitSeconds); polling instead"
+                    )
+                else:
+                    raise
+
+    async def _ask(self, group: list[str], limit: int, wait: timedelta | None) -> list[Task]:
+        if not self._with_context:
             return await self._client.claim(
                 group, limit=limit, lease=self._lease, worker=self._name, wait=wait
             )
-        except ValidationError:
-            if wait is None:
-                raise
-        # Refused, so nothing was claimed: asking again without the wait is safe.
-        tasks = await self._client.claim(group, limit=limit, lease=self._lease, worker=self._name)
-        self._wait = None
-        self._log.info("the manager does not hold claims open (waitSeconds); polling instead")
-        return tasks
+        claimed = await self._client.claim_with_context(
+            group, limit=limit, lease=self._lease, worker=self._name, wait=wait
+        )
+        self._on_context(claimed.stages, claimed.jobs)
+        return claimed.items

@@ -18,7 +18,7 @@ T = TypeVar("T")
 DEFAULT_TTL = timedelta(seconds=5)
 DEFAULT_SIZE = 256
 
-_Entries = OrderedDict[uuid.UUID, tuple[float, asyncio.Task[T]]]
+_Entries = OrderedDict[uuid.UUID, tuple[float, asyncio.Future[T]]]
 
 
 class ContextCache:
@@ -43,6 +43,15 @@ class ContextCache:
         """The job, as read at most `ttl` ago."""
         return await self._read(self._jobs, job_id, lambda: self._client.get_job(job_id))
 
+    def put(self, stages: list[Stage], jobs: list[Job]) -> None:
+        """Keep these, as just read (a claim's answer carries them)."""
+        now = time.monotonic()
+        for entries, items in ((self._stages, stages), (self._jobs, jobs)):
+            for item in items:
+                read: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                read.set_result(item)
+                self._keep(entries, item.id, now, read)
+
     def close(self) -> None:
         """Cancel reads still under way; nobody is left to wait for them."""
         for entries in (self._stages, self._jobs):
@@ -61,18 +70,25 @@ class ContextCache:
         if entry is not None and entry[0] > now:
             entries.move_to_end(key)
             read = entry[1]
+            if read.done() and not read.cancelled() and read.exception() is None:
+                return read.result()
         else:
             read = asyncio.create_task(fetch())
-            entries[key] = (now + self._ttl, read)
-            entries.move_to_end(key)
             read.add_done_callback(lambda done: _forget_failure(entries, key, done))
-            while len(entries) > self._size:
-                entries.popitem(last=False)
+            self._keep(entries, key, now, read)
         # Shielded: one reader being cancelled (its task aborted) must not fail the others.
         return await asyncio.shield(read)
 
+    def _keep(
+        self, entries: _Entries[T], key: uuid.UUID, now: float, read: asyncio.Future[T]
+    ) -> None:
+        entries[key] = (now + self._ttl, read)
+        entries.move_to_end(key)
+        while len(entries) > self._size:
+            entries.popitem(last=False)
 
-def _forget_failure(entries: _Entries[T], key: uuid.UUID, read: asyncio.Task[T]) -> None:
+
+def _forget_failure(entries: _Entries[T], key: uuid.UUID, read: asyncio.Future[T]) -> None:
     # Reading the exception also keeps asyncio from warning that nobody did.
     failed = read.cancelled() or read.exception() is not None
     entry = entries.get(key)

@@ -22,8 +22,9 @@ _NO_SUCH_CALL = frozenset({"NOT_FOUND", "METHOD_NOT_ALLOWED"})
 
 
 class LeaseKeeper:
-    """Renews the leases of the attempts whose handlers are running, every `interval`,
-    or a second after a handler recorded progress (at most an interval), to carry it.
+    """Renews the leases of the attempts whose handlers are running or yet to start,
+    every `interval`, or a second after a handler recorded progress (at most an
+    interval), to carry it.
 
     An answer that a task was aborted, that its lease was lost, or that it is gone
     drops the attempt: its handler is cancelled and nothing is reported for it. An
@@ -66,10 +67,11 @@ class LeaseKeeper:
         last = time.monotonic()
         while True:
             await self._until_next_beat(last)
+            # Claimed tasks waiting for a slot keep their leases too.
             live = [
                 attempt
                 for attempt in self._attempts.values()
-                if attempt.handler is not None and not attempt.handler.done()
+                if attempt.handler is None or not attempt.handler.done()
             ]
             chunks = [live[i : i + MAX_HEARTBEATS] for i in range(0, len(live), MAX_HEARTBEATS)]
             try:

@@ -9,13 +9,14 @@ import signal
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from ._attempt import Attempt
+from ._attempt import Attempt, Outcome
 from ._backoff import Backoff
 from ._claims import MAX_CLAIM, Claimer
 from ._client import JobnikClient
@@ -24,7 +25,8 @@ from ._context import TaskContext
 from ._context_cache import ContextCache
 from ._handler import Handler, data_binder
 from ._leases import LeaseKeeper
-from ._models import Task
+from ._models import Task, TaskStatus
+from ._prefetch import Prefetch
 from ._reporter import MAX_REPORTS, Reporter
 from ._wakeup import Wakeups
 
@@ -36,6 +38,7 @@ DEFAULT_POLL_BACKOFF = Backoff(
 # How long a stopping worker still waits for a claim that is waiting for work: long
 # enough for an answer already on its way to arrive, as its tasks would be stranded.
 ABANDON_AFTER = timedelta(milliseconds=500)
+NOT_STARTED_REASON = "handed back: the worker stopped before starting it"
 
 
 def default_worker_name() -> str:
@@ -125,6 +128,7 @@ class Worker(Generic[DataT]):
         claim_wait: timedelta = timedelta(seconds=10),
         report_batch_size: int = MAX_REPORTS,
         report_linger: timedelta = timedelta(milliseconds=5),
+        prefetch: int = MAX_CLAIM,
     ) -> None:
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         if not types or any(not t for t in types):
@@ -143,6 +147,8 @@ class Worker(Generic[DataT]):
             raise ValueError("report_batch_size must be between 1 and 100")
         if report_linger < timedelta(0):
             raise ValueError("report_linger cannot be negative")
+        if not 0 <= prefetch <= MAX_CLAIM:
+            raise ValueError("prefetch must be between 0 and 100")
         name = default_worker_name() if name is None else name
         if not 1 <= len(name) <= 100:
             raise ValueError("a worker's name has 1 to 100 characters")
@@ -160,8 +166,15 @@ class Worker(Generic[DataT]):
         self._safety_poll = safety_poll
         self._wakeups = Wakeups(amqp_url, types, logger=logger) if amqp_url else None
         self._log = logger or logging.getLogger("jobnik_sdk.worker")
+        self._contexts = ContextCache(self._client)
         self._claimer = Claimer(
-            self._client, types, lease=lease, name=name, wait=claim_wait, log=self._log
+            self._client,
+            types,
+            lease=lease,
+            name=name,
+            wait=claim_wait,
+            log=self._log,
+            on_context=self._contexts.put,
         )
         self._leases = LeaseKeeper(
             self._client, lease=lease, interval=heartbeat_interval, log=self._log
@@ -172,14 +185,19 @@ class Worker(Generic[DataT]):
             linger=report_linger,
             timeout=report_timeout,
             backoff=poll_backoff,
-            running=lambda: len(self._handlers),
+            running=lambda: len(self._handlers) + len(self._ready),
             log=self._log,
         )
-        self._contexts = ContextCache(self._client)
 
-        self._slots = asyncio.Semaphore(concurrency)
-        # Reports awaiting the manager's answer: bounded, so a slow manager slows claims.
-        self._reporting = asyncio.Semaphore(concurrency)
+        self._prefetch = Prefetch(concurrency, prefetch)
+        # Claimed tasks waiting for a slot (their leases kept meanwhile), the slots taken
+        # by running handlers, and a flag raised when either shrinks.
+        self._ready: deque[Attempt] = deque()
+        self._busy = 0
+        self._room = asyncio.Event()
+        # Reports awaiting the manager's answer: bounded, so a slow manager slows claims;
+        # two full batches' worth, so one can fill while the other is on its way.
+        self._reporting = asyncio.Semaphore(concurrency + 2 * report_batch_size)
         self._stopping = asyncio.Event()
         self._finished = asyncio.Event()
         self._stop_requested_at: float | None = None
@@ -287,6 +305,7 @@ class Worker(Generic[DataT]):
             self._stop_requested_at = time.monotonic()
             self._stopping.set()
             self._reporter.hurry()
+            self._start_ready()  # hands back what is claimed but not started
 
     def _install_signal_handlers(self) -> Callable[[], None]:
         if not self._handle_signals or threading.current_thread() is not threading.main_thread():
@@ -350,13 +369,11 @@ class Worker(Generic[DataT]):
     async def _poll(self) -> None:
         idle_steps = 0
         while not self._stopping.is_set():
-            if not await self._acquire_slot():
-                return
-            free = 1
-            # Free slots are taken without waiting, so one claim asks for all of them.
-            while free < MAX_CLAIM and not self._slots.locked():
-                await self._slots.acquire()
-                free += 1
+            self._room.clear()
+            limit = self._claim_size()
+            if limit == 0:
+                await self._until_room()
+                continue
             if self._wakeups:
                 # Cleared before claiming: a wake-up that lands during the claim is kept.
                 self._wakeups.event.clear()
@@ -367,12 +384,7 @@ class Worker(Generic[DataT]):
             )
             long_poll = may_wait and idle_steps > 0
             began = time.monotonic()
-            try:
-                tasks = await (self._long_poll(free) if long_poll else self._claimer.claim(free))
-            except BaseException:
-                self._release(free)
-                raise
-            self._release(free - len(tasks))
+            tasks = await (self._long_poll(limit) if long_poll else self._claimer.claim(limit))
             if not tasks:
                 idle_steps += 1
                 if long_poll or not may_wait:
@@ -380,9 +392,32 @@ class Worker(Generic[DataT]):
                 continue
             idle_steps = 0
             for task in tasks:
-                runner = asyncio.create_task(self._run_task(task), name=f"jobnik-task-{task.id}")
-                self._runners.add(runner)
-                runner.add_done_callback(self._runners.discard)
+                attempt = Attempt(task, log=self._log, on_progress=self._leases.progress_recorded)
+                self._leases.add(attempt)
+                self._ready.append(attempt)
+            self._start_ready()
+
+    def _claim_size(self) -> int:
+        """How many tasks to claim now: enough for the free slots and the claimed-ahead
+        target, once there is room for a worthwhile batch; 0 to wait for room."""
+        free = self._concurrency - self._busy
+        ahead = self._prefetch.target
+        wanted = free + ahead - len(self._ready)
+        if wanted <= 0:
+            return 0
+        # A slot would idle, or half the claimed-ahead tasks have started: claim.
+        if (free > 0 and not self._ready) or wanted >= max(1, ahead // 2):
+            return min(wanted, MAX_CLAIM)
+        return 0
+
+    async def _until_room(self) -> None:
+        stop = asyncio.ensure_future(self._stopping.wait())
+        room = asyncio.ensure_future(self._room.wait())
+        try:
+            await asyncio.wait({stop, room}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            room.cancel()
 
     async def _long_poll(self, limit: int) -> list[Task]:
         """A claim that waits for work; abandoned if the worker stops meanwhile and it
@@ -406,30 +441,6 @@ class Worker(Generic[DataT]):
                 claim.cancel()
                 await asyncio.wait({claim})
         return [] if claim.cancelled() else claim.result()
-
-    def _release(self, slots: int) -> None:
-        for _ in range(slots):
-            self._slots.release()
-
-    async def _acquire_slot(self) -> bool:
-        """Wait for a free slot, or for shutdown (False)."""
-        acquire = asyncio.ensure_future(self._slots.acquire())
-        stop = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({acquire, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-        if not acquire.done():
-            acquire.cancel()
-        got: bool
-        try:
-            got = await acquire
-        except asyncio.CancelledError:
-            got = False
-        if got and self._stopping.is_set():
-            self._slots.release()
-            return False
-        return got
 
     async def _idle(self, idle_steps: int, *, waited: float) -> None:
         """Nothing came of the claim, which took `waited` seconds: wait for a wake-up (or
@@ -458,33 +469,70 @@ class Worker(Generic[DataT]):
 
     # ---- running ------------------------------------------------------------------------
 
-    async def _run_task(self, task: Task) -> None:
+    def _start_ready(self) -> None:
+        """Start claimed tasks while slots are free; once stopping, hand them back."""
+        while self._ready and (self._busy < self._concurrency or self._stopping.is_set()):
+            attempt = self._ready.popleft()
+            self._room.set()
+            if attempt.dropped is not None:
+                self._leases.remove(attempt)  # aborted or lost while it waited
+                continue
+            if self._stopping.is_set():
+                runner = asyncio.create_task(
+                    self._hand_back(attempt), name=f"jobnik-hand-back-{attempt.task.id}"
+                )
+            else:
+                self._busy += 1
+                runner = asyncio.create_task(
+                    self._run_task(attempt), name=f"jobnik-task-{attempt.task.id}"
+                )
+            self._runners.add(runner)
+            runner.add_done_callback(self._runners.discard)
+
+    def _free_slot(self) -> None:
+        self._busy -= 1
+        self._room.set()
+        self._start_ready()
+
+    async def _hand_back(self, attempt: Attempt) -> None:
+        """A claimed task the stopping worker never started goes back at once, without
+        spending an attempt."""
+        self._leases.remove(attempt)
+        outcome = Outcome(TaskStatus.RETRIED, reason=NOT_STARTED_REASON, delay=timedelta(0))
+        try:
+            async with self._reporting:
+                await self._reporter.report(attempt.task, outcome)
+        except Exception:
+            self._log.exception("unexpected error while handing back task %s", attempt.task.id)
+
+    async def _run_task(self, attempt: Attempt) -> None:
+        task = attempt.task
         holds_slot = True
         try:
-            attempt = Attempt(task, log=self._log, on_progress=self._leases.progress_recorded)
+            began = time.monotonic()
             invocation = asyncio.create_task(
                 self._invoke(task, attempt), name=f"jobnik-handler-{task.id}"
             )
             attempt.handler = invocation
             self._handlers.add(invocation)
-            self._leases.add(attempt)
             try:
                 await asyncio.wait({invocation})
             finally:
                 self._handlers.discard(invocation)
                 self._leases.remove(attempt)
+            self._prefetch.observe(time.monotonic() - began)
             if attempt.dropped is None:
                 outcome = attempt.outcome(shutting_down=self._stopping.is_set())
                 async with self._reporting:
                     # The handler is done: its slot may take the next task meanwhile.
                     holds_slot = False
-                    self._slots.release()
+                    self._free_slot()
                     await self._reporter.report(task, outcome)
         except Exception:
             self._log.exception("unexpected error while running task %s", task.id)
         finally:
             if holds_slot:
-                self._slots.release()
+                self._free_slot()
 
     async def _invoke(self, task: Task, attempt: Attempt) -> Any:
         stage = await self._contexts.stage(task.stage_id)
