@@ -59,7 +59,10 @@ def complete_statement() -> Select[Any]:
         select(TASKS.c.seq, TASKS.c.stage_id, v.c.result)
         .join(v, TASKS.c.id == v.c.id)
         .where(
-            TASKS.c.status == TaskStatus.IN_PROGRESS.value,
+            # Not `status = ...`: that matches the partial index of running tasks, which
+            # the planner then scans whole (every task in flight) to join the batch's
+            # ids, when looking each id up by its key is what a batch wants.
+            func.coalesce(TASKS.c.status, "") == TaskStatus.IN_PROGRESS.value,
             or_(
                 v.c.lease_id.is_(None),
                 and_(TASKS.c.lease_id == v.c.lease_id, TASKS.c.lease_expires_at > now),
