@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import orjson
 from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -41,7 +42,9 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         return engine
     # No pre-ping: it would cost a round trip per transaction. A connection found dead on
     # use is invalidated by SQLAlchemy and the transaction runs again (`_retryable`).
-    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size)
+    return create_async_engine(
+        url, pool_size=pool_size, max_overflow=pool_size, json_deserializer=orjson.loads
+    )
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
@@ -114,6 +117,7 @@ class Database:
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 connect_args={"server_settings": {"enable_bitmapscan": "off"}},
+                json_deserializer=orjson.loads,
             )
         )
         self.sessions = make_sessionmaker(self.engine)

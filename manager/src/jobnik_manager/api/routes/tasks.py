@@ -27,6 +27,7 @@ from ..presenters import (
     json_response,
     stage_body,
     task_bodies,
+    task_body,
     task_out,
 )
 from ..schemas import (
@@ -42,7 +43,6 @@ from ..schemas import (
     HeartbeatResultOut,
     OkMessage,
     Page,
-    ReportResultOut,
     TaskOut,
     TaskStatusReport,
 )
@@ -129,17 +129,20 @@ def _columns(row: Any) -> Mapping[str, Any]:
 @router.post(
     "/reports", response_model=BatchReportOut, response_model_exclude_none=True, responses=ERRORS
 )
-async def report_batch(db: DatabaseDep, payload: BatchReport) -> BatchReportOut:
+async def report_batch(db: DatabaseDep, payload: BatchReport) -> Response:
     """Settle many tasks in one transaction; each report stands or falls on its own."""
     items = [(item.task_id, _report_of(item)) for item in payload.reports]
     answers = await settle(db, items)
-    return BatchReportOut(
-        items=[
-            ReportResultOut(task_id=task_id, error=_error(answer))
-            if isinstance(answer, DomainError)
-            else ReportResultOut(task_id=task_id, task=task_out(cast(Task, answer)))
-            for (task_id, _), answer in zip(items, answers, strict=True)
-        ]
+    return json_response(
+        {
+            "items": [
+                {"taskId": str(task_id), "error": {"message": answer.message, "code": answer.code}}
+                if isinstance(answer, DomainError)
+                else {"taskId": str(task_id), "task": task_body(_columns(answer))}
+                for (task_id, _), answer in zip(items, answers, strict=True)
+            ]
+        },
+        200,
     )
 
 
