@@ -295,11 +295,11 @@ class UnreliableFake(FakeJobnik):
             raise TransportError("manager unreachable")
         return await super().claim(stage_types, **options)
 
-    async def report_many(self, reports: Any) -> list[ReportOutcome]:
+    async def report_many(self, reports: Any, **options: Any) -> list[ReportOutcome]:
         if self.report_failures:
             self.report_failures -= 1
             raise TransportError("manager unreachable")
-        return await super().report_many(reports)
+        return await super().report_many(reports, **options)
 
 
 async def test_claim_and_report_failures_are_survived() -> None:

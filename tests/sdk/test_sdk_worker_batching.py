@@ -86,15 +86,16 @@ async def test_claims_bring_the_job_and_stage_so_none_is_read() -> None:
     fake, count = CountingFake(), 16
 
     seen: list[tuple[Any, str]] = []
+    all_seen = asyncio.Event()
 
     async def note(data: dict[str, Any], ctx: TaskContext) -> None:
         seen.append((ctx.job.id, ctx.stage.type))
+        if len(seen) == count:
+            all_seen.set()
 
     job = await one_stage_job(fake, "context", count)
     async with worker(fake, "context", note, concurrency=4):
-        async with asyncio.timeout(DEADLINE.total_seconds()):
-            while len(seen) < count:
-                await asyncio.sleep(0.01)
+        await asyncio.wait_for(all_seen.wait(), DEADLINE.total_seconds())
     assert seen == [(job.id, "context")] * count
     assert (fake.calls["get_stage"], fake.calls["get_job"]) == (0, 0)
     done = await fake.wait(job.id, timeout=DEADLINE)
@@ -201,7 +202,7 @@ class ReportsUnreachable(FakeJobnik):
         super().__init__()
         self.tries = 0
 
-    async def report_many(self, reports: Any) -> Any:
+    async def report_many(self, reports: Any, **options: Any) -> Any:
         self.tries += 1
         raise TransportError("manager unreachable")
 

@@ -69,7 +69,9 @@ class Spy:
             raise TransportError("scripted outage")
         return await self.inner.heartbeat(task_id, lease_id, **options)
 
-    async def report_many(self, reports: list[TaskReport]) -> list[ReportOutcome]:
+    async def report_many(
+        self, reports: list[TaskReport], *, with_tasks: bool = True
+    ) -> list[ReportOutcome]:
         for report in reports:
             options: dict[str, Any] = {"lease_id": report.lease_id}
             if report.status is TaskStatus.COMPLETED:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
@@ -11,7 +12,14 @@ from pydantic import Field
 from ._exceptions import NotFoundError
 from ._http import Http
 from ._models import EntityId, Job, Stage, Task, _Wire, seconds
-from ._reports import Heartbeat, HeartbeatOutcome, ReportOutcome, TaskHeartbeat, TaskReport
+from ._reports import (
+    Heartbeat,
+    HeartbeatOutcome,
+    ReportError,
+    ReportOutcome,
+    TaskHeartbeat,
+    TaskReport,
+)
 
 # The longest a claim may wait for work, by the manager's limits.
 MAX_CLAIM_WAIT = timedelta(seconds=60)
@@ -37,6 +45,16 @@ class _Renewed(_Wire):
 
 class _Settled(_Wire):
     items: list[ReportOutcome]
+
+
+class _OutcomeBriefly(_Wire):
+    # The answer's `task` is skipped unread.
+    task_id: uuid.UUID
+    error: ReportError | None = None
+
+
+class _SettledBriefly(_Wire):
+    items: list[_OutcomeBriefly]
 
 
 class ConsumerCalls:
@@ -201,13 +219,21 @@ class ConsumerCalls:
         report = TaskReport.retry_later(task_id, delay=delay, lease_id=lease_id, reason=reason)
         return await self._report(report)
 
-    async def report_many(self, reports: Sequence[TaskReport]) -> list[ReportOutcome]:
+    async def report_many(
+        self, reports: Sequence[TaskReport], *, with_tasks: bool = True
+    ) -> list[ReportOutcome]:
         """Settle up to 100 tasks in one call. Each report stands on its own: the answer
         holds, in order, the task or the error of each (a refused report raises nothing
-        and undoes no other)."""
+        and undoes no other). With `with_tasks=False` the tasks are left out of the
+        outcomes (`task` is None), sparing the time to read them."""
         body = {"reports": [{"taskId": str(r.task_id), **r.body()} for r in reports]}
         response = await self._http.request("POST", "/v1/tasks/reports", json=body, repeatable=True)
-        return _Settled.model_validate_json(response.content).items
+        if with_tasks:
+            return _Settled.model_validate_json(response.content).items
+        return [
+            ReportOutcome.model_construct(task_id=item.task_id, error=item.error)
+            for item in _SettledBriefly.model_validate_json(response.content).items
+        ]
 
     async def _report(self, report: TaskReport) -> Task:
         response = await self._http.request(
@@ -316,7 +342,9 @@ class ConsumerClient(Protocol):
         """Hand the task back to be offered again after `delay`."""
         ...
 
-    async def report_many(self, reports: Sequence[TaskReport]) -> list[ReportOutcome]:
+    async def report_many(
+        self, reports: Sequence[TaskReport], *, with_tasks: bool = True
+    ) -> list[ReportOutcome]:
         """Settle many tasks at once; learn of each whether its report was taken."""
         ...
 

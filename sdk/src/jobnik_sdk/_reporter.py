@@ -150,7 +150,9 @@ class Reporter:
         for item in batch:
             item.tried = True
         try:
-            answers = await self._client.report_many([item.report for item in batch])
+            answers = await self._client.report_many(
+                [item.report for item in batch], with_tasks=False
+            )
         except (TransportError, ApiError) as exc:
             if isinstance(exc, ApiError) and exc.status_code < 500:
                 self._refused_batch(batch, exc)

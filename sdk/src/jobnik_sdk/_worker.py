@@ -38,6 +38,9 @@ DEFAULT_POLL_BACKOFF = Backoff(
 # How long a stopping worker still waits for a claim that is waiting for work: long
 # enough for an answer already on its way to arrive, as its tasks would be stranded.
 ABANDON_AFTER = timedelta(milliseconds=500)
+# The most tasks a worker holds claimed ahead: two claims' worth, so that one full claim
+# is on its way while the tasks of the last one start.
+MAX_PREFETCH = 2 * MAX_CLAIM
 NOT_STARTED_REASON = "handed back: the worker stopped before starting it"
 
 
@@ -128,7 +131,7 @@ class Worker(Generic[DataT]):
         claim_wait: timedelta = timedelta(seconds=10),
         report_batch_size: int = MAX_REPORTS,
         report_linger: timedelta = timedelta(milliseconds=5),
-        prefetch: int = MAX_CLAIM,
+        prefetch: int = MAX_PREFETCH,
     ) -> None:
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         if not types or any(not t for t in types):
@@ -147,8 +150,8 @@ class Worker(Generic[DataT]):
             raise ValueError("report_batch_size must be between 1 and 100")
         if report_linger < timedelta(0):
             raise ValueError("report_linger cannot be negative")
-        if not 0 <= prefetch <= MAX_CLAIM:
-            raise ValueError("prefetch must be between 0 and 100")
+        if not 0 <= prefetch <= MAX_PREFETCH:
+            raise ValueError(f"prefetch must be between 0 and {MAX_PREFETCH}")
         name = default_worker_name() if name is None else name
         if not 1 <= len(name) <= 100:
             raise ValueError("a worker's name has 1 to 100 characters")
@@ -405,8 +408,8 @@ class Worker(Generic[DataT]):
         wanted = free + ahead - len(self._ready)
         if wanted <= 0:
             return 0
-        # A slot would idle, or half the claimed-ahead tasks have started: claim.
-        if (free > 0 and not self._ready) or wanted >= max(1, ahead // 2):
+        # A slot would idle, or a full claim (or half the target) has started: claim.
+        if (free > 0 and not self._ready) or wanted >= max(1, min(MAX_CLAIM, ahead // 2)):
             return min(wanted, MAX_CLAIM)
         return 0
 
@@ -516,7 +519,10 @@ class Worker(Generic[DataT]):
             attempt.handler = invocation
             self._handlers.add(invocation)
             try:
-                await asyncio.wait({invocation})
+                # How it ended is read from the task below; runners are never cancelled
+                # themselves, so an exception here is the handler's.
+                with suppress(BaseException):
+                    await invocation
             finally:
                 self._handlers.discard(invocation)
                 self._leases.remove(attempt)

@@ -155,7 +155,9 @@ class FakeConsumerCalls:
         report = TaskReport.retry_later(task_id, delay=delay, lease_id=lease_id, reason=reason)
         return self.state.report(report).model()
 
-    async def report_many(self, reports: Sequence[TaskReport]) -> list[ReportOutcome]:
+    async def report_many(
+        self, reports: Sequence[TaskReport], *, with_tasks: bool = True
+    ) -> list[ReportOutcome]:
         """As JobnikClient.report_many."""
         if not 1 <= len(reports) <= 100:
             raise invalid("reports: List should have between 1 and 100 items")
@@ -172,5 +174,5 @@ class FakeConsumerCalls:
                 error = ReportError(message=exc.message, code=exc.code)
                 outcomes.append(ReportOutcome(task_id=task_id, error=error))
             else:
-                outcomes.append(ReportOutcome(task_id=task_id, task=task))
+                outcomes.append(ReportOutcome(task_id=task_id, task=task if with_tasks else None))
         return outcomes
