@@ -30,6 +30,7 @@ from jobnik_sdk import (
     TransportError,
     Worker,
 )
+from jobnik_sdk._attempt import SHUTDOWN_REASON
 from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
@@ -206,6 +207,34 @@ class CountingFake(FakeJobnik):
         return await super().claim(stage_types, **options)
 
 
+async def test_a_worker_idle_for_thousands_of_polls_stays_up() -> None:
+    fake = CountingFake()
+    polled = asyncio.Event()
+    # Delays far below a second, so 5,000 rounds pass quickly; their steps still grow.
+    tiny = Backoff(initial=timedelta(microseconds=1), maximum=timedelta(microseconds=50))
+
+    async def count(stage_types: Any, **options: Any) -> list[Task]:
+        tasks = await CountingFake.claim(fake, stage_types, **options)
+        if len(fake.claims) >= 5_000:
+            polled.set()
+        return tasks
+
+    fake.claim = count  # type: ignore[method-assign]
+
+    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
+        return None
+
+    w = worker(fake, "idle", noop, poll_backoff=tiny, claim_wait=timedelta(0))
+    run = asyncio.create_task(w.run())
+    await asyncio.wait_for(polled.wait(), 60)
+    assert not run.done(), "still polling"
+    job = await one_stage_job(fake, "idle", NewTask())
+    done = await fake.wait(job.id, timeout=DEADLINE)
+    assert done.status is JobStatus.COMPLETED, "and still runs what comes"
+    await w.shutdown()
+    assert run.exception() is None
+
+
 async def test_a_busy_worker_claims_again_at_once_and_an_idle_one_backs_off() -> None:
     fake = CountingFake()
     slow_poll = Backoff(initial=timedelta(seconds=0.2), maximum=timedelta(seconds=0.4), jitter=0)
@@ -335,7 +364,7 @@ async def test_shutdown_lets_running_tasks_finish_and_report() -> None:
     assert (await fake.get_job(job.id)).status is JobStatus.IN_PROGRESS
 
 
-async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_failed() -> None:
+async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_handed_back() -> None:
     fake = FakeJobnik()
     started, cancelled = asyncio.Event(), asyncio.Event()
 
@@ -347,7 +376,7 @@ async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_fail
             cancelled.set()
             raise
 
-    await one_stage_job(fake, "stuck", NewTask(max_attempts=2))
+    await one_stage_job(fake, "stuck", NewTask(max_attempts=1))  # its last attempt
     w = worker(fake, "stuck", stuck, shutdown_grace=timedelta(milliseconds=100))
     run = asyncio.create_task(w.run())
     await asyncio.wait_for(started.wait(), 5)
@@ -356,8 +385,9 @@ async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_fail
     assert time.monotonic() - began < 2
     assert cancelled.is_set() and run.done()
     [task] = (await fake.list_tasks(stage_type="stuck")).items
-    assert (task.status, task.attempts) == (TaskStatus.RETRIED, 1)
-    assert task.reason == "worker shut down"
+    # Offered again at once, with its attempt unspent: a restart is not the task's fault.
+    assert (task.status, task.attempts, task.not_before) == (TaskStatus.RETRIED, 0, None)
+    assert task.reason == SHUTDOWN_REASON
 
 
 async def test_cancelling_run_still_reports_claimed_tasks() -> None:

@@ -17,7 +17,7 @@ from ._exceptions import NonRetryableError, RetryLaterError
 from ._models import Task, TaskStatus
 from ._reports import MAX_REASON, TaskReport
 
-SHUTDOWN_REASON = "worker shut down"
+SHUTDOWN_REASON = "handed back: the worker shut down while it ran"
 _JSON_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
@@ -102,10 +102,12 @@ class Attempt:
         handler = self.handler
         assert handler is not None and handler.done()
         if handler.cancelled():
-            # The worker cancels handlers only when it stops; otherwise the handler
-            # let a cancellation of its own escape.
-            reason = SHUTDOWN_REASON if shutting_down else "CancelledError: handler cancelled"
-            return Outcome(TaskStatus.FAILED, reason=reason)
+            if shutting_down:
+                # The worker stopped it, not the task's own doing: offered again at once,
+                # to another worker, without spending an attempt.
+                return Outcome(TaskStatus.RETRIED, reason=SHUTDOWN_REASON, delay=timedelta(0))
+            # Otherwise the handler let a cancellation of its own escape.
+            return Outcome(TaskStatus.FAILED, reason="CancelledError: handler cancelled")
         exc = handler.exception()
         if exc is None:
             return self._completed(handler.result())

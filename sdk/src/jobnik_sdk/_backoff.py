@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,6 +32,15 @@ class Backoff:
     def delay(self, step: int, *, rng: random.Random | None = None) -> timedelta:
         """The delay before the `step`-th retry or poll (counting from 1)."""
         ceiling = self.maximum.total_seconds()
-        base = min(ceiling, self.initial.total_seconds() * self.multiplier ** max(step - 1, 0))
+        base = ceiling
+        initial = self.initial.total_seconds()
+        if initial < ceiling:
+            # Past the step that reaches the ceiling the power only overflows: stop there.
+            last = (
+                math.ceil(math.log(ceiling / initial, self.multiplier))
+                if initial > 0 and self.multiplier > 1
+                else 0
+            )
+            base = min(ceiling, initial * self.multiplier ** min(max(step - 1, 0), last))
         spread = (rng or random).uniform(-self.jitter, self.jitter)
         return timedelta(seconds=min(ceiling, max(0.0, base * (1 + spread))))

@@ -106,8 +106,9 @@ class Worker(Generic[DataT]):
     On shutdown the worker stops claiming (a long poll that is still waiting half a
     second later is abandoned) and waits up to `shutdown_grace` for running tasks
     (heartbeating them meanwhile); handlers still running then are cancelled and their
-    tasks reported FAILED ("worker shut down"), so no claimed task waits for its lease
-    to run out. Reports waiting for their batch are sent at once.
+    tasks handed back (RETRIED at once, no attempt spent), as are tasks claimed ahead
+    that never started, so no claimed task waits for its lease to run out and a rolling
+    restart costs no task an attempt. Reports waiting for their batch are sent at once.
     """
 
     def __init__(
