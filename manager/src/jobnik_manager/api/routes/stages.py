@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import Annotated, cast
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ...db.models import Task
 from ...domain.errors import TaskNotFound
 from ...domain.statuses import StageStatus
 from ...services import stages as stage_service
@@ -18,7 +17,7 @@ from ...services.loading import load_stage
 from ..deps import DatabaseDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..json_values import JsonObject
-from ..presenters import stage_out, summary_out, task_bodies, task_out
+from ..presenters import stage_out, summary_out, task_bodies, task_out, task_response
 from ..schemas import (
     MAX_LEASE_SECONDS,
     ErrorMessage,
@@ -160,10 +159,10 @@ async def dequeue(
         float | None, Query(ge=1, le=MAX_LEASE_SECONDS, allow_inf_nan=False)
     ] = None,
     worker: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
-) -> TaskOut:
+) -> Response:
     lease = timedelta(seconds=lease_seconds) if lease_seconds else None
 
     tasks = await claim(db, [stageType], lease=lease, worker=worker)
     if not tasks:
         raise TaskNotFound(f"No task of stage type '{stageType}' is ready to be claimed")
-    return task_out(cast(Task, tasks[0]))
+    return task_response(tasks[0])

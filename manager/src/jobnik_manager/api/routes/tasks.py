@@ -12,7 +12,6 @@ from typing import Annotated, Any, cast
 from fastapi import APIRouter, Body, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ...db.models import Task
 from ...domain.errors import DomainError
 from ...domain.statuses import TaskStatus
 from ...services import tasks as task_service
@@ -29,6 +28,7 @@ from ..presenters import (
     task_bodies,
     task_body,
     task_out,
+    task_response,
 )
 from ..schemas import (
     BatchHeartbeat,
@@ -229,8 +229,8 @@ async def replace_task_user_metadata(
 )
 async def report_task_status(
     db: DatabaseDep, taskId: uuid.UUID, payload: TaskStatusReport
-) -> TaskOut:
-    return task_out(cast(Task, await report(db, taskId, _report_of(payload))))
+) -> Response:
+    return task_response(await report(db, taskId, _report_of(payload)))
 
 
 @router.post("/{taskId}/heartbeat", response_model=HeartbeatOut, responses=LEASE_ERRORS)
