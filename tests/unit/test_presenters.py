@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from jobnik_manager.api.presenters import (
     task_bodies,
     task_body,
     task_out,
+    task_response,
 )
 from jobnik_manager.db.models import Job, Stage, Task
 
@@ -95,6 +97,19 @@ def test_task_bodies_of_rows_without_optional_columns() -> None:
     _same_json(task_bodies(rows), expected)
     _same_json([task_body(row) for row in rows], expected)
     assert task_bodies([]) == []
+
+
+def test_task_response_of_a_namespace_and_of_a_row() -> None:
+    # A claim's or a report's row: its columns as attributes (SQLite's claims, reports)
+    # or behind `_mapping` (a Row), with extra columns the answer leaves out.
+    columns = REQUIRED | OPTIONAL | {"seq": 7, "previous": "PENDING", "stage_status": "PENDING"}
+    expected = _model_json(task_out(Task(**(REQUIRED | OPTIONAL))))
+    row = SimpleNamespace(_mapping=columns)
+    for given in (SimpleNamespace(**columns), row):
+        response = task_response(given)
+        assert response.status_code == 200
+        assert response.media_type == "application/json"
+        _same_json(json.loads(response.body), expected)
 
 
 def _stage(**extra: Any) -> Stage:
