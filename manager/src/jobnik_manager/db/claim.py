@@ -16,11 +16,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
     CTE,
     ColumnElement,
     Insert,
     Row,
-    Select,
+    String,
+    any_,
     bindparam,
     func,
     insert,
@@ -32,12 +34,14 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..domain.statuses import TaskStatus
+from .direct import DirectStatement
 from .models import EVENTS, STAGES, TASKS, Task
 from .types import UtcDateTime
 
 TASK_COLUMNS = tuple(Task.__table__.c)
 # Belt and braces: only a task waiting to run is ever claimed, whatever its flag says.
-_WAITING = Task.status.in_((TaskStatus.PENDING.value, TaskStatus.RETRIED.value))
+_WAITING_STATUSES = [TaskStatus.PENDING.value, TaskStatus.RETRIED.value]
+_WAITING = Task.status.in_(_WAITING_STATUSES)
 
 
 def _new_lease_id(dialect: str) -> ColumnElement[Any]:
@@ -108,7 +112,7 @@ def _with_previous(row: Row[Any], previous: str) -> Any:
 
 
 @cache
-def claim_statement(single_type: bool) -> Select[Any]:
+def claim_statement(single_type: bool) -> DirectStatement:
     """PostgreSQL: the whole claim as one statement, so it can run as a transaction of
     its own and hold the stage's summary row only while it runs.
 
@@ -118,14 +122,17 @@ def claim_statement(single_type: bool) -> Select[Any]:
     string when `single_type`, else a list), `n`, `now`, `expires`, `seconds`, `worker`.
     """
     now = bindparam("now", type_=UtcDateTime())
-    # Equality keeps the plan a plain ordered index scan.
+    # Equality keeps the plan a plain ordered index scan. Lists are bound as arrays
+    # (`= ANY`, which is what PostgreSQL makes of an IN list), so the statement's text
+    # is the same whatever their length.
     of_types = (
         Task.stage_type == bindparam("types")
         if single_type
-        else Task.stage_type.in_(bindparam("types", expanding=True))
+        else Task.stage_type == any_(bindparam("types", type_=ARRAY(String())))
     )
+    waiting = Task.status == any_(literal(_WAITING_STATUSES, ARRAY(String())))
     picked = select(Task.seq, Task.status.label("previous")).where(
-        Task.claimable, _WAITING, of_types
+        Task.claimable, waiting, of_types
     )
     chosen = (
         picked.order_by(Task.priority_rank, Task.seq)
@@ -176,7 +183,7 @@ def claim_statement(single_type: bool) -> Select[Any]:
         .returning(STAGES.c.id, STAGES.c.status)
         .cte("bumped")
     )
-    return (
+    return DirectStatement.of(
         select(claimed, bumped.c.status.label("stage_status"))
         .join(bumped, bumped.c.id == c.stage_id)
         .add_cte(logged.cte("logged"))

@@ -13,12 +13,10 @@ with the cascade and the usual answers.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from sqlalchemy import (
     ARRAY,
     JSON,
-    Select,
     Text,
     Uuid,
     and_,
@@ -34,6 +32,7 @@ from sqlalchemy import (
 
 from ..domain.statuses import StageStatus, TaskStatus
 from .claim import log_task_moves
+from .direct import DirectStatement
 from .models import STAGES, TASKS
 from .types import UtcDateTime
 
@@ -42,7 +41,7 @@ _ALL = (*_OPEN, "completed", "failed", "aborted")
 
 
 @cache
-def complete_statement() -> Select[Any]:
+def complete_statement() -> DirectStatement:
     """Bind `ids`, `leases` (NULL for a report without a lease), `results` (JSON text or
     NULL) as arrays of equal length without repeated ids, and `now`."""
     now = bindparam("now", type_=UtcDateTime())
@@ -111,4 +110,4 @@ def complete_statement() -> Select[Any]:
     )
     previous = literal(TaskStatus.IN_PROGRESS.value)
     logged = log_task_moves(done, previous, TaskStatus.COMPLETED, now, order_by=(done.c.id,))
-    return select(done).add_cte(logged.cte("logged"))
+    return DirectStatement.of(select(done).add_cte(logged.cte("logged")))

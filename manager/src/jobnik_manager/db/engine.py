@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+import asyncpg  # type: ignore[import-untyped]
 import orjson
 from sqlalchemy import event, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
-    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
     create_async_engine,
 )
+
+from .direct import DirectStatement, reset_connection, setup_connection
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -74,6 +77,10 @@ def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 
 
 def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, asyncpg.PostgresError):
+        return exc.sqlstate in _RETRYABLE_SQLSTATES
+    if isinstance(exc, asyncpg.exceptions.ConnectionDoesNotExistError):
+        return True  # lost under a statement; the pool opens another
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated:
             return True
@@ -90,10 +97,11 @@ async def _retried(run: Callable[[], Awaitable[T]]) -> T:
     for attempt in range(1, _MAX_TX_ATTEMPTS + 1):
         try:
             return await run()
-        except DBAPIError as exc:
+        except Exception as exc:
             if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):
                 raise
-            log.info("transaction conflict, retrying (attempt %d): %s", attempt, exc.orig)
+            cause = exc.orig if isinstance(exc, DBAPIError) else exc
+            log.info("transaction conflict, retrying (attempt %d): %s", attempt, cause)
             await asyncio.sleep(0.01 * attempt)
     raise AssertionError("unreachable")
 
@@ -104,22 +112,9 @@ class Database:
     def __init__(self, url: str, *, pool_size: int = 10, outbox: bool = False) -> None:
         self.url = url
         self.engine = make_engine(url, pool_size=pool_size)
-        # Single-statement transactions of the hot paths (`statement`) get connections of
-        # their own on PostgreSQL, planned without bitmap scans: the planner's estimate for
-        # a stage type's claimable tasks is often stale or far too small (a new stage of
-        # thousands), and a bitmap scan then reads and sorts every claimable task of the
-        # type on each claim, where the ordered scan of the claim index stops at `limit`.
-        self.statement_engine = (
-            self.engine
-            if is_sqlite(url)
-            else create_async_engine(
-                url,
-                pool_size=pool_size,
-                max_overflow=pool_size,
-                connect_args={"server_settings": {"enable_bitmapscan": "off"}},
-                json_deserializer=orjson.loads,
-            )
-        )
+        self._pool_size = pool_size
+        self._direct_pool: asyncpg.Pool | None = None
+        self._direct_pool_opening = asyncio.Lock()
         self.sessions = make_sessionmaker(self.engine)
         self.outbox = outbox
         self.outbox_written = asyncio.Event()
@@ -154,18 +149,44 @@ class Database:
 
         return await _retried(once)
 
-    async def statement(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        """Run `work`, a single statement, as a transaction of its own (autocommit).
+    async def direct(
+        self, statement: DirectStatement, params: Mapping[str, Any]
+    ) -> list[asyncpg.Record]:
+        """PostgreSQL: run `statement`, a single statement, as a transaction of its own
+        (autocommit) and answer its rows. Retried like `transaction`.
 
         Row locks it takes last only as long as the statement runs, not a round trip
-        more for the COMMIT. Retried like `transaction`.
-        """
+        more for the COMMIT; see `db.direct` for why it bypasses SQLAlchemy."""
+        args = statement.args(params)
 
-        async def once() -> T:
-            async with self.statement_engine.connect() as conn:
-                return await work(await conn.execution_options(isolation_level="AUTOCOMMIT"))
+        async def once() -> list[asyncpg.Record]:
+            pool = self._direct_pool or await self._open_direct_pool()
+            async with pool.acquire() as conn:
+                rows: list[asyncpg.Record] = await conn.fetch(statement.sql, *args)
+                return rows
 
         return await _retried(once)
+
+    async def _open_direct_pool(self) -> asyncpg.Pool:
+        # As many connections as the engine's pool with its overflow, opened when needed
+        # (none at first, so an unreachable database fails the statement, not this).
+        # Planned without bitmap scans: the planner's estimate for a stage type's
+        # claimable tasks is often stale or far too small (a new stage of thousands), and
+        # a bitmap scan then reads and sorts every claimable task of the type on each
+        # claim, where the ordered scan of the claim index stops at `limit`.
+        async with self._direct_pool_opening:
+            if self._direct_pool is None:
+                dsn = make_url(self.url).set(drivername="postgresql")
+                self._direct_pool = await asyncpg.create_pool(
+                    dsn.render_as_string(hide_password=False),
+                    min_size=0,
+                    max_size=2 * self._pool_size,
+                    init=setup_connection,
+                    reset=reset_connection,
+                    server_settings={"enable_bitmapscan": "off"},
+                )
+            assert self._direct_pool is not None
+            return self._direct_pool
 
     async def ping(self) -> None:
         async with self.engine.connect() as conn:
@@ -173,5 +194,6 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
-        if self.statement_engine is not self.engine:
-            await self.statement_engine.dispose()
+        if self._direct_pool is not None:
+            pool, self._direct_pool = self._direct_pool, None
+            await pool.close()

@@ -10,10 +10,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.claim import claim_rows, claim_statement
 from ..db.engine import Database
@@ -81,11 +82,8 @@ async def claim(
         "seconds": lease.total_seconds(),
         "worker": worker,
     }
-
-    async def run(conn: AsyncConnection) -> list[Any]:
-        return list(await conn.execute(claim_statement(single), params))
-
-    rows = await db.statement(run)
+    # Namespaces of the columns, as SQLite's claims answer.
+    rows = [SimpleNamespace(**r) for r in await db.direct(claim_statement(single), params)]
     unstarted = {r.stage_id: r.job_id for r in rows if r.stage_status == StageStatus.PENDING}
     if unstarted:
         await db.transaction(

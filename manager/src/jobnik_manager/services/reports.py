@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.claim import TASK_COLUMNS
 from ..db.complete import complete_statement
@@ -115,10 +115,8 @@ async def _complete_fast(
         "now": utcnow(),
     }
 
-    async def run(conn: AsyncConnection) -> list[Any]:
-        return list(await conn.execute(complete_statement(), params))
-
-    return {first[row.id]: SimpleNamespace(**row._mapping) for row in await db.statement(run)}
+    rows = await db.direct(complete_statement(), params)
+    return {first[row["id"]]: SimpleNamespace(**row) for row in rows}
 
 
 def _json_text(result: dict[str, Any] | None) -> str | None:
