@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -59,9 +60,12 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     # The database being unreachable is the server's trouble, not the request's: 503,
-    # so clients and load balancers retry rather than give up.
+    # so clients and load balancers retry rather than give up. The asyncpg errors come
+    # from the statements run on it directly (`db.direct`), as SQLAlchemy's come from
+    # the rest.
     @app.exception_handler(OperationalError)
     @app.exception_handler(InterfaceError)
+    @app.exception_handler(asyncpg.PostgresConnectionError)
     @app.exception_handler(OSError)
     async def _database_down(_: Request, exc: Exception) -> JSONResponse:
         log.error("database unavailable: %s", exc)

@@ -66,6 +66,16 @@ class DirectStatement:
         return values
 
 
+# After these a connection cannot be trusted (the server ended it, or the client lost
+# track of it): it is closed rather than put back, and the statement runs again.
+BROKEN_CONNECTION = (
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    ConnectionError,
+)
+
+
 async def setup_connection(conn: asyncpg.Connection) -> None:
     """`json` columns decoded as the engine decodes them (`db.engine.make_engine`)."""
     await conn.set_type_codec(

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from .direct import DirectStatement, reset_connection, setup_connection
+from .direct import BROKEN_CONNECTION, DirectStatement, reset_connection, setup_connection
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -77,10 +77,10 @@ def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 
 
 def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, BROKEN_CONNECTION):
+        return True  # `direct` closed it; the pool opens another
     if isinstance(exc, asyncpg.PostgresError):
         return exc.sqlstate in _RETRYABLE_SQLSTATES
-    if isinstance(exc, asyncpg.exceptions.ConnectionDoesNotExistError):
-        return True  # lost under a statement; the pool opens another
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated:
             return True
@@ -162,7 +162,11 @@ class Database:
         async def once() -> list[asyncpg.Record]:
             pool = self._direct_pool or await self._open_direct_pool()
             async with pool.acquire() as conn:
-                rows: list[asyncpg.Record] = await conn.fetch(statement.sql, *args)
+                try:
+                    rows: list[asyncpg.Record] = await conn.fetch(statement.sql, *args)
+                except BROKEN_CONNECTION:
+                    conn.terminate()
+                    raise
                 return rows
 
         return await _retried(once)
