@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from . import __version__
 from .api.errors import install_error_handlers
+from .api.fast_lane import FastLane
 from .api.routes import health, jobs, stages, tasks
 from .db.engine import Database
 from .dispatch.relay import Relay
@@ -61,4 +62,5 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     install_error_handlers(app)
     for module in (health, jobs, stages, tasks):
         app.include_router(module.router)
+    app.add_middleware(FastLane, api=app)
     return app

@@ -1,0 +1,137 @@
+"""The two calls a v1 worker makes per task, taken past FastAPI's routing.
+
+`PATCH /v1/stages/{stageType}/tasks/dequeue` and `PUT /v1/tasks/{taskId}/status` are
+nearly all of a v1 worker's traffic. FastAPI's routing (every route's pattern tried in
+turn), dependency solving and exception middleware cost as much CPU as the statement
+each runs. This middleware matches those two paths itself, checks the request as the
+route would, and calls the route's own function; it takes only a request that route
+would accept as it stands: the dequeue without query parameters, the report with a JSON
+body that `TaskStatusReport` validates. Anything else (other routes, query parameters,
+other content types, invalid input) goes on to FastAPI untouched, so it is answered as
+before, errors included. The errors the route functions raise are answered by the app's
+own exception handlers, found as Starlette finds them; what none handles goes up to the
+server error middleware, as from a route.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from pydantic import TypeAdapter, ValidationError
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..db.engine import Database
+from .routes.stages import dequeue
+from .routes.tasks import report_task_status
+from .schemas import TaskStatusReport
+
+# Path parameters as Starlette's `{name}` matches them: one segment, not empty.
+_DEQUEUE = re.compile(r"/v1/stages/([^/]+)/tasks/dequeue")
+_STATUS = re.compile(r"/v1/tasks/([^/]+)/status")
+_MAX_STAGE_TYPE = 50  # the dequeue route's Path(max_length=50)
+# Bodies up to this size are read here; a larger one goes to FastAPI (with the bytes
+# read so far), which applies its own limit to it.
+_MAX_BODY = 64 * 1024
+_task_id = TypeAdapter(uuid.UUID)
+
+
+class FastLane:
+    def __init__(self, app: ASGIApp, api: FastAPI) -> None:
+        self.app = app
+        self.api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope.get("root_path"):
+            method = scope["method"]
+            if method == "PATCH" and not scope["query_string"]:
+                if (m := _DEQUEUE.fullmatch(scope["path"])) and len(m[1]) <= _MAX_STAGE_TYPE:
+                    await self._answer(scope, receive, send, dequeue(self._db(), m[1]))
+                    return
+            elif method == "PUT" and (m := _STATUS.fullmatch(scope["path"])):
+                await self._report(scope, receive, send, m[1])
+                return
+        await self.app(scope, receive, send)
+
+    def _db(self) -> Database:
+        db: Database = self.api.state.database
+        return db
+
+    async def _report(self, scope: Scope, receive: Receive, send: Send, task_id: str) -> None:
+        body, complete = await _read_body(receive)
+        payload = _payload(scope, body) if complete else None
+        if payload is None:
+            await self.app(scope, _replay(body, complete, receive), send)
+            return
+        try:
+            taskId = _task_id.validate_python(task_id)
+        except ValidationError:
+            await self.app(scope, _replay(body, complete, receive), send)
+            return
+        await self._answer(scope, receive, send, report_task_status(self._db(), taskId, payload))
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send, work: Any) -> None:
+        try:
+            response: Response = await work
+        except Exception as exc:
+            handler = _handler(self.api, exc)
+            if handler is None:
+                raise  # to the server error middleware, as from a route
+            response = await handler(Request(scope, receive), exc)
+        await response(scope, receive, send)
+
+
+def _handler(api: FastAPI, exc: Exception) -> Any:
+    """The app's handler of `exc` as Starlette's exception middleware finds it; the one
+    of Exception belongs to the server error middleware, as in FastAPI's stack."""
+    for cls in type(exc).__mro__:
+        if cls is Exception:
+            return None
+        if cls in api.exception_handlers:
+            return api.exception_handlers[cls]
+    return None
+
+
+def _payload(scope: Scope, body: bytes) -> TaskStatusReport | None:
+    """The report as the route would validate it, or None to leave it to the route."""
+    content_types = [v for k, v in scope["headers"] if k == b"content-type"]
+    if content_types != [b"application/json"] or not body:
+        return None
+    try:
+        return TaskStatusReport.model_validate(json.loads(body))
+    except (ValueError, ValidationError):  # JSONDecodeError is a ValueError
+        return None
+
+
+async def _read_body(receive: Receive) -> tuple[bytes, bool]:
+    """The request's body, and whether it is all there (False past `_MAX_BODY`)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), False  # a disconnect: the app hears of it in turn
+        chunk: bytes = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), True
+        if size > _MAX_BODY:
+            return b"".join(chunks), False
+
+
+def _replay(body: bytes, complete: bool, receive: Receive) -> Receive:
+    """`receive` for the app: the bytes read here first, then the rest of the stream."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": not complete}
+
+    return replay

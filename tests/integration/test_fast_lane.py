@@ -1,0 +1,117 @@
+"""The fast lane (api/fast_lane.py) answers the dequeue and the status report exactly as
+FastAPI's routes do: the same requests, run through the app with and without it, get
+the same statuses and bodies (ids and times aside), errors included."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from jobnik_manager.api.fast_lane import FastLane
+from jobnik_manager.app import create_app
+from jobnik_manager.db.engine import Database
+from jobnik_manager.settings import Settings
+
+from ..conftest import app_client
+from ..support.api import Api, unique
+from ..support.invariants import assert_invariants
+
+UNKNOWN_TASK = "6f1c2a4e-0000-4000-8000-00000000abcd"
+# Values that differ from run to run; their keys and types must still match.
+VARYING = {"id", "stageId", "creationTime", "updateTime", "startTime", "endTime", "leaseId"}
+VARYING |= {"leaseExpiresAt", "traceparent"}
+
+
+@asynccontextmanager
+async def _client_without_fast_lane(db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(Settings(database_url=db.url), database=db)
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not FastLane]
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://manager") as c:
+        yield c
+
+
+Answer = tuple[int, str, Any]
+
+
+def _answer(response: httpx.Response) -> Answer:
+    body = response.json()
+    if isinstance(body, dict) and "traceparent" in body:  # a task: ids and times vary
+        body = {k: (type(v).__name__ if k in VARYING else v) for k, v in body.items()}
+    return response.status_code, response.headers["content-type"], body
+
+
+async def _scenario(http: httpx.AsyncClient, stage_type: str, nothing: str) -> list[Answer]:
+    api = Api(http)
+    job = await api.create_job()
+    stage = await api.create_stage(job["id"], stage_type)
+    await api.create_tasks(stage["id"], 3, maxAttempts=2)
+    answers: list[Answer] = []
+
+    async def put(task_id: str, body: Any, **kw: Any) -> dict[str, Any]:
+        response = await http.put(f"/v1/tasks/{task_id}/status", json=body, **kw)
+        answers.append(_answer(response))
+        return response.json()  # type: ignore[no-any-return]
+
+    async def dequeue(path_type: str, **kw: Any) -> dict[str, Any]:
+        response = await http.patch(f"/v1/stages/{path_type}/tasks/dequeue", **kw)
+        answers.append(_answer(response))
+        return response.json()  # type: ignore[no-any-return]
+
+    first = await dequeue(stage_type)
+    await put(first["id"], {"status": "COMPLETED", "result": {"n": 1}})
+    await put(first["id"], {"status": "COMPLETED"})  # a repeated completion
+    await put(first["id"], {"status": "FAILED"})  # not from COMPLETED
+    second = await dequeue(stage_type)
+    await put(second["id"], {"status": "COMPLETED", "leaseId": str(uuid.uuid4())})  # lost
+    await put(second["id"], {"status": "FAILED", "reason": "boom"})  # retried
+    await put(second["id"], {"status": "COMPLETED", "leaseId": second["leaseId"]})
+    await put(UNKNOWN_TASK, {"status": "COMPLETED"})
+    await put(second["id"], {"status": "NOPE"})
+    await put(second["id"], {"status": "COMPLETED", "extra": 1})
+    await put(second["id"], [])
+    await put("not-a-uuid", {"status": "COMPLETED"})
+    response = await http.put(
+        f"/v1/tasks/{second['id']}/status",
+        content=b'{"status": "COMPLETED"}',
+        headers={"content-type": "text/plain"},
+    )
+    answers.append(_answer(response))
+    response = await http.put(f"/v1/tasks/{second['id']}/status", content=b"{")
+    answers.append(_answer(response))
+    await dequeue(stage_type, params={"worker": "w-1", "lease_seconds": 30})
+    await dequeue("x" * 51)
+    await dequeue(nothing)
+    await dequeue(stage_type)  # the last one
+    await dequeue(stage_type)  # none left
+    return answers
+
+
+def _same_type_names(answers: list[Answer], type_name: str, other: str) -> list[Answer]:
+    # The 404 messages name the stage type each scenario used.
+    return [
+        (
+            status,
+            ctype,
+            {k: v.replace(type_name, other) if isinstance(v, str) else v for k, v in body.items()}
+            if isinstance(body, dict)
+            else body,
+        )
+        for status, ctype, body in answers
+    ]
+
+
+async def test_the_fast_lane_answers_as_the_routes_do(db: Database) -> None:
+    nothing = unique("nothing")
+    async with app_client(db) as fast, _client_without_fast_lane(db) as plain:
+        fast_type, plain_type = unique("lane"), unique("lane")
+        with_lane = await _scenario(fast, fast_type, nothing)
+        without = await _scenario(plain, plain_type, nothing)
+    assert _same_type_names(with_lane, fast_type, "T") == _same_type_names(without, plain_type, "T")
+    statuses = [status for status, _, _ in with_lane]
+    assert statuses.count(200) >= 6 and {400, 404, 409} <= set(statuses)
+    await assert_invariants(db)
