@@ -62,5 +62,8 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     install_error_handlers(app)
     for module in (health, jobs, stages, tasks):
         app.include_router(module.router)
+    # The v1 dequeue and task report skip FastAPI's routing and dependency solving here.
+    # A middleware added after this line wraps it and sees every request; one added
+    # before does not see those two calls: add what must (authentication, metrics) after.
     app.add_middleware(FastLane, api=app)
     return app
