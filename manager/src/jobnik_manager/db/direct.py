@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-import orjson
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
+
+from . import json_text
 
 _DIALECT = PGDialect_asyncpg()  # type: ignore[no-untyped-call]
 _GIVEN = object()  # a bind whose value every run gives
@@ -79,7 +80,7 @@ BROKEN_CONNECTION = (
 async def setup_connection(conn: asyncpg.Connection) -> None:
     """`json` columns decoded as the engine decodes them (`db.engine.make_engine`)."""
     await conn.set_type_codec(
-        "json", schema="pg_catalog", encoder=json.dumps, decoder=orjson.loads, format="text"
+        "json", schema="pg_catalog", encoder=json.dumps, decoder=json_text.loads, format="text"
     )
 
 

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
-import orjson
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -19,6 +18,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from . import json_text
 from .direct import BROKEN_CONNECTION, DirectStatement, reset_connection, setup_connection
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     # No pre-ping: it would cost a round trip per transaction. A connection found dead on
     # use is invalidated by SQLAlchemy and the transaction runs again (`_retryable`).
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, json_deserializer=orjson.loads
+        url, pool_size=pool_size, max_overflow=pool_size, json_deserializer=json_text.loads
     )
 
 
