@@ -22,6 +22,7 @@ from ._reports import TaskReport
 
 # What one batch report may carry, by the manager's limits.
 MAX_REPORTS = 100
+BATCHES_IN_FLIGHT = 2
 
 
 @dataclass(slots=True, eq=False)
@@ -48,8 +49,8 @@ class _Pending:
 class Reporter:
     """Sends a worker's reports in batches of up to `batch_size`, once a batch is full,
     no handler is left running (`running` counts them) whose report could join it, or
-    its oldest report has waited `linger`. One batch is in flight at a time, so the
-    reports that come in meanwhile make up the next one.
+    its oldest report has waited `linger`. Up to two batches are in flight at a time;
+    the reports that come in meanwhile make up the next one.
 
     As the manager answers each report: taken, or refused because the lease was lost,
     the task moved on or is gone (logged, and that is the end of it); a result it
@@ -84,6 +85,8 @@ class Reporter:
         self._send_now = asyncio.Event()
         self._hurry = False
         self._failures = 0
+        # Batches out at once: while one is on its way the next fills and goes too.
+        self._out = asyncio.Semaphore(BATCHES_IN_FLIGHT)
 
     async def report(self, task: Task, outcome: Outcome) -> None:
         """Report `outcome` under the task's lease; return once the manager answered
@@ -103,20 +106,36 @@ class Reporter:
 
     async def run(self) -> None:
         """Send batches until cancelled."""
-        while True:
-            if not self._pending:
-                self._arrived.clear()
-                await self._arrived.wait()
-                continue
-            await self._linger_for_more()
-            batch = self._take()
-            try:
-                await self._send(batch)
-            except Exception:
-                # Handlers wait on these reports: the loop must outlive any surprise.
-                self._log.exception("unexpected error while reporting %d task(s)", len(batch))
-                for item in batch:
-                    item.finish()
+        sending: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                if not self._pending:
+                    self._arrived.clear()
+                    await self._arrived.wait()
+                    continue
+                # Reports that come in while the batches are out make up the next one.
+                await self._out.acquire()
+                if not self._pending:  # taken back by a batch that was refused
+                    self._out.release()
+                    continue
+                await self._linger_for_more()
+                send = asyncio.create_task(self._send_guarded(self._take()))
+                sending.add(send)
+                send.add_done_callback(sending.discard)
+        finally:
+            for send in sending:
+                send.cancel()
+
+    async def _send_guarded(self, batch: list[_Pending]) -> None:
+        try:
+            await self._send(batch)
+        except Exception:
+            # Handlers wait on these reports: the loop must outlive any surprise.
+            self._log.exception("unexpected error while reporting %d task(s)", len(batch))
+            for item in batch:
+                item.finish()
+        finally:
+            self._out.release()
 
     def _complete(self) -> bool:
         """Whether waiting for more reports would be for nothing."""

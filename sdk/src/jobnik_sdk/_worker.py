@@ -86,9 +86,10 @@ class Worker(Generic[DataT]):
     the manager decides whether it is tried again; NonRetryableError (and data that
     does not validate) fails it at once, with the error's message as the reason;
     RetryLaterError hands it back for `delay` without spending an attempt. Reports go
-    in batches (`report_many`) of up to `report_batch_size` (100), one batch at a time,
-    sent when it is full, when no handler is left running whose report could join it,
-    or when its oldest report has waited `report_linger` (5 ms). A handler's slot is
+    in batches (`report_many`) of up to `report_batch_size` (100), up to two batches
+    at a time, each sent when it is full, when no task is left running or waiting to
+    start whose report could join it, or when its oldest report has waited
+    `report_linger` (5 ms). A handler's slot is
     free for the next task as soon as the handler ends, while its report is on its way,
     so claims and reports overlap; at most `concurrency` reports wait for the manager's
     answer at a time (past that, slots free only as answers come back), and the worker
