@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import timedelta
+from functools import partial
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
@@ -41,6 +42,7 @@ ABANDON_AFTER = timedelta(milliseconds=500)
 # The most tasks a worker holds claimed ahead: two claims' worth, so that one full claim
 # is on its way while the tasks of the last one start.
 MAX_PREFETCH = 2 * MAX_CLAIM
+CLAIMS_IN_FLIGHT = 2
 NOT_STARTED_REASON = "handed back: the worker stopped before starting it"
 
 
@@ -199,6 +201,7 @@ class Worker(Generic[DataT]):
         # by running handlers, and a flag raised when either shrinks.
         self._ready: deque[Attempt] = deque()
         self._busy = 0
+        self._asked = 0  # tasks asked for by claims on their way
         self._room = asyncio.Event()
         # Reports awaiting the manager's answer: bounded, so a slow manager slows claims;
         # two full batches' worth, so one can fill while the other is on its way.
@@ -373,41 +376,76 @@ class Worker(Generic[DataT]):
 
     async def _poll(self) -> None:
         idle_steps = 0
-        while not self._stopping.is_set():
-            self._room.clear()
-            limit = self._claim_size()
-            if limit == 0:
-                await self._until_room()
-                continue
-            if self._wakeups:
-                # Cleared before claiming: a wake-up that lands during the claim is kept.
-                self._wakeups.event.clear()
-            # With the broker there, wake-ups say when to claim; without it, the manager
-            # does, through a claim that waits, sent once a plain one found nothing.
-            may_wait = self._claimer.long_polls and not (
-                self._wakeups is not None and self._wakeups.connected
-            )
-            long_poll = may_wait and idle_steps > 0
-            began = time.monotonic()
-            tasks = await (self._long_poll(limit) if long_poll else self._claimer.claim(limit))
-            if not tasks:
-                idle_steps += 1
-                if long_poll or not may_wait:
-                    await self._idle(idle_steps, waited=time.monotonic() - began)
-                continue
-            idle_steps = 0
-            for task in tasks:
-                attempt = Attempt(task, log=self._log, on_progress=self._leases.progress_recorded)
-                self._leases.add(attempt)
-                self._ready.append(attempt)
-            self._start_ready()
+        # While work flows, claims go out without waiting for the one before to come back.
+        claims: set[asyncio.Task[list[Task]]] = set()
+        try:
+            while not self._stopping.is_set():
+                self._room.clear()
+                for done in [claim for claim in claims if claim.done()]:
+                    claims.discard(done)
+                    tasks = done.result()  # an unexpected error ends the loop, as inline
+                    idle_steps = 0 if tasks else idle_steps + 1
+                    self._take_claimed(tasks)
+                limit = self._claim_size()
+                if claims and (not limit or idle_steps or len(claims) >= CLAIMS_IN_FLIGHT):
+                    await self._until_room()  # a claim coming back makes room too
+                    continue
+                if not limit:
+                    await self._until_room()
+                    continue
+                if not idle_steps and (self._busy or self._ready):
+                    self._asked += limit
+                    claim = asyncio.create_task(self._claimer.claim(limit))
+                    claim.add_done_callback(partial(self._claim_back, limit))
+                    claims.add(claim)
+                    continue
+                idle_steps = await self._claim_inline(limit, idle_steps)
+        finally:
+            # Never cancelled: what they claim is handed back, not stranded.
+            if claims:
+                await asyncio.wait(claims)
+            for claim in claims:
+                if not claim.cancelled() and claim.exception() is None:
+                    self._take_claimed(claim.result())
+
+    async def _claim_inline(self, limit: int, idle_steps: int) -> int:
+        """Claim and wait for the answer (a long poll once idle); the new idle step count."""
+        if self._wakeups:
+            # Cleared before claiming: a wake-up that lands during the claim is kept.
+            self._wakeups.event.clear()
+        # With the broker there, wake-ups say when to claim; without it, the manager
+        # does, through a claim that waits, sent once a plain one found nothing.
+        may_wait = self._claimer.long_polls and not (
+            self._wakeups is not None and self._wakeups.connected
+        )
+        long_poll = may_wait and idle_steps > 0
+        began = time.monotonic()
+        tasks = await (self._long_poll(limit) if long_poll else self._claimer.claim(limit))
+        if not tasks:
+            idle_steps += 1
+            if long_poll or not may_wait:
+                await self._idle(idle_steps, waited=time.monotonic() - began)
+            return idle_steps
+        self._take_claimed(tasks)
+        return 0
+
+    def _claim_back(self, limit: int, _claim: asyncio.Task[list[Task]]) -> None:
+        self._asked -= limit
+        self._room.set()
+
+    def _take_claimed(self, tasks: list[Task]) -> None:
+        for task in tasks:
+            attempt = Attempt(task, log=self._log, on_progress=self._leases.progress_recorded)
+            self._leases.add(attempt)
+            self._ready.append(attempt)
+        self._start_ready()
 
     def _claim_size(self) -> int:
         """How many tasks to claim now: enough for the free slots and the claimed-ahead
         target, once there is room for a worthwhile batch; 0 to wait for room."""
         free = self._concurrency - self._busy
         ahead = self._prefetch.target
-        wanted = free + ahead - len(self._ready)
+        wanted = free + ahead - len(self._ready) - self._asked
         if wanted <= 0:
             return 0
         # A slot would idle, or a full claim (or half the target) has started: claim.
