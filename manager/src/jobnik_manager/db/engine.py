@@ -113,7 +113,7 @@ class Database:
         self.url = url
         self.engine = make_engine(url, pool_size=pool_size)
         self._pool_size = pool_size
-        self._direct_pool: asyncpg.Pool | None = None
+        self._direct_pools: dict[bool, asyncpg.Pool] = {}  # by durability
         self._direct_pool_opening = asyncio.Lock()
         self.sessions = make_sessionmaker(self.engine)
         self.outbox = outbox
@@ -150,17 +150,20 @@ class Database:
         return await _retried(once)
 
     async def direct(
-        self, statement: DirectStatement, params: Mapping[str, Any]
+        self, statement: DirectStatement, params: Mapping[str, Any], *, durable: bool = True
     ) -> list[asyncpg.Record]:
         """PostgreSQL: run `statement`, a single statement, as a transaction of its own
         (autocommit) and answer its rows. Retried like `transaction`.
 
         Row locks it takes last only as long as the statement runs, not a round trip
-        more for the COMMIT; see `db.direct` for why it bypasses SQLAlchemy."""
+        more for the COMMIT; see `db.direct` for why it bypasses SQLAlchemy. A statement
+        that need not be `durable` commits without waiting for its WAL to reach the disk
+        (`synchronous_commit = off`), so its locks go as soon as it has run: a crash may
+        then lose it, though never a durable commit made after it (WAL keeps order)."""
         args = statement.args(params)
 
         async def once() -> list[asyncpg.Record]:
-            pool = self._direct_pool or await self._open_direct_pool()
+            pool = self._direct_pools.get(durable) or await self._open_direct_pool(durable)
             async with pool.acquire() as conn:
                 try:
                     rows: list[asyncpg.Record] = await conn.fetch(statement.sql, *args)
@@ -171,7 +174,7 @@ class Database:
 
         return await _retried(once)
 
-    async def _open_direct_pool(self) -> asyncpg.Pool:
+    async def _open_direct_pool(self, durable: bool) -> asyncpg.Pool:
         # As many connections as the engine's pool with its overflow, opened when needed
         # (none at first, so an unreachable database fails the statement, not this).
         # Planned without bitmap scans: the planner's estimate for a stage type's
@@ -183,21 +186,20 @@ class Database:
         # do not depend on the values (the claim index in order for one type; the tasks
         # by id for the completions).
         async with self._direct_pool_opening:
-            if self._direct_pool is None:
+            if durable not in self._direct_pools:
                 dsn = make_url(self.url).set(drivername="postgresql")
-                self._direct_pool = await asyncpg.create_pool(
+                settings = {"enable_bitmapscan": "off", "plan_cache_mode": "force_generic_plan"}
+                if not durable:
+                    settings["synchronous_commit"] = "off"
+                self._direct_pools[durable] = await asyncpg.create_pool(
                     dsn.render_as_string(hide_password=False),
                     min_size=0,
                     max_size=2 * self._pool_size,
                     init=setup_connection,
                     reset=reset_connection,
-                    server_settings={
-                        "enable_bitmapscan": "off",
-                        "plan_cache_mode": "force_generic_plan",
-                    },
+                    server_settings=settings,
                 )
-            assert self._direct_pool is not None
-            return self._direct_pool
+            return self._direct_pools[durable]
 
     async def ping(self) -> None:
         async with self.engine.connect() as conn:
@@ -205,6 +207,6 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
-        if self._direct_pool is not None:
-            pool, self._direct_pool = self._direct_pool, None
+        pools, self._direct_pools = self._direct_pools, {}
+        for pool in pools.values():
             await pool.close()

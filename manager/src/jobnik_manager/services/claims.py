@@ -83,7 +83,12 @@ async def claim(
         "worker": worker,
     }
     # Namespaces of the columns, as SQLite's claims answer.
-    rows = [SimpleNamespace(**r) for r in await db.direct(claim_statement(single), params)]
+    # Not durable: a claim a crash loses leaves its tasks as they were, to be claimed
+    # again (their claimer's report is then refused as under a lost lease), and every
+    # report is durable and so commits after it. Claims and reports of a stage then
+    # wait for its summary row only while a claim runs, not while its WAL flushes.
+    claimed = await db.direct(claim_statement(single), params, durable=False)
+    rows = [SimpleNamespace(**r) for r in claimed]
     unstarted = {r.stage_id: r.job_id for r in rows if r.stage_status == StageStatus.PENDING}
     if unstarted:
         await db.transaction(
