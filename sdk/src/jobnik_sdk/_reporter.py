@@ -91,13 +91,18 @@ class Reporter:
     async def report(self, task: Task, outcome: Outcome) -> None:
         """Report `outcome` under the task's lease; return once the manager answered
         for it, or reporting it was given up."""
+        await self.submit(task, outcome)
+
+    def submit(self, task: Task, outcome: Outcome) -> asyncio.Future[None]:
+        """Queue the report of `outcome`; the future is done once the manager answered
+        for it, or reporting it was given up."""
         now = time.monotonic()
-        done = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.append(_Pending(task, outcome, now + self._timeout, now, done))
         self._arrived.set()
         if self._complete():
             self._send_now.set()
-        await done
+        return done
 
     def hurry(self) -> None:
         """Send what comes in without lingering from now on: the worker is stopping."""

@@ -205,12 +205,13 @@ class Worker(Generic[DataT]):
         self._room = asyncio.Event()
         # Reports awaiting the manager's answer: bounded, so a slow manager slows claims;
         # two full batches' worth, so one can fill while the other is on its way.
-        self._reporting = asyncio.Semaphore(concurrency + 2 * report_batch_size)
+        self._max_unanswered = concurrency + 2 * report_batch_size
         self._stopping = asyncio.Event()
         self._finished = asyncio.Event()
         self._stop_requested_at: float | None = None
         self._started = False
-        self._runners: set[asyncio.Task[None]] = set()
+        # Handlers running and reports awaiting answers.
+        self._runners: set[asyncio.Future[Any]] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
         self._background: asyncio.Task[None] | None = None
 
@@ -358,11 +359,16 @@ class Worker(Generic[DataT]):
             await self._wait_runners(None)
 
     async def _wait_runners(self, limit: float | None) -> bool:
-        """Wait for running tasks to be reported; False if some still run after `limit`."""
-        if not self._runners:
-            return True
-        _, pending = await asyncio.wait(set(self._runners), timeout=limit)
-        return not pending
+        """Wait for running tasks to be reported; False if some still run after `limit`.
+
+        A handler that ends hands over to its report, so wait until none of either is left."""
+        deadline = None if limit is None else time.monotonic() + limit
+        while self._runners:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            await asyncio.wait(set(self._runners), timeout=left)
+        return True
 
     def _cancel_handlers(self, why: str) -> None:
         if self._handlers:
@@ -443,6 +449,8 @@ class Worker(Generic[DataT]):
     def _claim_size(self) -> int:
         """How many tasks to claim now: enough for the free slots and the claimed-ahead
         target, once there is room for a worthwhile batch; 0 to wait for room."""
+        if len(self._runners) - self._busy >= self._max_unanswered:
+            return 0  # a slow manager slows claims: wait for reports to be answered
         free = self._concurrency - self._busy
         ahead = self._prefetch.target
         wanted = free + ahead - len(self._ready) - self._asked
@@ -521,64 +529,47 @@ class Worker(Generic[DataT]):
                 self._leases.remove(attempt)  # aborted or lost while it waited
                 continue
             if self._stopping.is_set():
-                runner = asyncio.create_task(
-                    self._hand_back(attempt), name=f"jobnik-hand-back-{attempt.task.id}"
-                )
-            else:
-                self._busy += 1
-                runner = asyncio.create_task(
-                    self._run_task(attempt), name=f"jobnik-task-{attempt.task.id}"
-                )
-            self._runners.add(runner)
-            runner.add_done_callback(self._runners.discard)
-
-    def _free_slot(self) -> None:
-        self._busy -= 1
-        self._room.set()
-        self._start_ready()
-
-    async def _hand_back(self, attempt: Attempt) -> None:
-        """A claimed task the stopping worker never started goes back at once, without
-        spending an attempt."""
-        self._leases.remove(attempt)
-        outcome = Outcome(TaskStatus.RETRIED, reason=NOT_STARTED_REASON, delay=timedelta(0))
-        try:
-            async with self._reporting:
-                await self._reporter.report(attempt.task, outcome)
-        except Exception:
-            self._log.exception("unexpected error while handing back task %s", attempt.task.id)
-
-    async def _run_task(self, attempt: Attempt) -> None:
-        task = attempt.task
-        holds_slot = True
-        try:
-            began = time.monotonic()
+                self._leases.remove(attempt)
+                outcome = Outcome(TaskStatus.RETRIED, reason=NOT_STARTED_REASON, delay=timedelta(0))
+                self._track(self._reporter.submit(attempt.task, outcome))
+                continue
+            self._busy += 1
+            task = attempt.task
+            # One asyncio task per claimed task: its ending is taken up by a callback.
             invocation = asyncio.create_task(
                 self._invoke(task, attempt), name=f"jobnik-handler-{task.id}"
             )
             attempt.handler = invocation
             self._handlers.add(invocation)
-            try:
-                # How it ended is read from the task below; runners are never cancelled
-                # themselves, so an exception here is the handler's.
-                with suppress(BaseException):
-                    await invocation
-            finally:
-                self._handlers.discard(invocation)
-                self._leases.remove(attempt)
-            self._prefetch.observe(time.monotonic() - began)
+            self._track(invocation)
+            invocation.add_done_callback(partial(self._handler_done, attempt, time.monotonic()))
+
+    def _track(self, work: asyncio.Future[Any]) -> None:
+        """Count `work` (a handler, or a report awaiting its answer) as in flight."""
+        self._runners.add(work)
+        work.add_done_callback(self._untrack)
+
+    def _untrack(self, work: asyncio.Future[Any]) -> None:
+        self._runners.discard(work)
+        self._room.set()  # a report answered may let claims go on
+
+    def _handler_done(self, attempt: Attempt, began: float, invocation: asyncio.Task[Any]) -> None:
+        """The handler ended: report its outcome (unless the task was dropped) and free
+        its slot for the next task while the report is on its way."""
+        self._handlers.discard(invocation)
+        self._leases.remove(attempt)
+        self._prefetch.observe(time.monotonic() - began)
+        if not invocation.cancelled():
+            invocation.exception()  # read even when dropped, so asyncio does not warn
+        try:
             if attempt.dropped is None:
                 outcome = attempt.outcome(shutting_down=self._stopping.is_set())
-                async with self._reporting:
-                    # The handler is done: its slot may take the next task meanwhile.
-                    holds_slot = False
-                    self._free_slot()
-                    await self._reporter.report(task, outcome)
+                self._track(self._reporter.submit(attempt.task, outcome))
         except Exception:
-            self._log.exception("unexpected error while running task %s", task.id)
+            self._log.exception("unexpected error while reporting task %s", attempt.task.id)
         finally:
-            if holds_slot:
-                self._free_slot()
+            self._busy -= 1
+            self._start_ready()
 
     async def _invoke(self, task: Task, attempt: Attempt) -> Any:
         stage = await self._contexts.stage(task.stage_id)
