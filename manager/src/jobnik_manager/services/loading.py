@@ -1,4 +1,11 @@
-"""Fetching one entity by id, optionally row-locked, or the not-found error."""
+"""Fetching one entity by id, optionally row-locked, or the not-found error.
+
+A lock here is FOR NO KEY UPDATE, what PostgreSQL's own UPDATE of a non-key column
+takes: it serialises control operations on the row, but does not conflict with the KEY
+SHARE lock that inserting a row referencing it (a task, an event) takes through the
+foreign key. With FOR UPDATE, a pause holding the job and waiting for a task row that a
+claim held deadlocked with that claim waiting to log its event against the job.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ async def load_job(s: AsyncSession, job_id: uuid.UUID, *, lock: bool = False) ->
     await s.flush()  # populate_existing must not overwrite unflushed changes
     stmt = select(Job).where(Job.id == job_id).execution_options(populate_existing=True)
     if lock:
-        stmt = stmt.with_for_update()
+        stmt = stmt.with_for_update(key_share=True)
     job = (await s.execute(stmt)).scalar_one_or_none()
     if job is None:
         raise JobNotFound()
@@ -27,7 +34,7 @@ async def load_stage(s: AsyncSession, stage_id: uuid.UUID, *, lock: bool = False
     await s.flush()  # populate_existing must not overwrite unflushed changes
     stmt = select(Stage).where(Stage.id == stage_id).execution_options(populate_existing=True)
     if lock:
-        stmt = stmt.with_for_update()
+        stmt = stmt.with_for_update(key_share=True)
     stage = (await s.execute(stmt)).scalar_one_or_none()
     if stage is None:
         raise StageNotFound()
@@ -38,7 +45,7 @@ async def load_task(s: AsyncSession, task_id: uuid.UUID, *, lock: bool = False) 
     await s.flush()  # populate_existing must not overwrite unflushed changes
     stmt = select(Task).where(Task.id == task_id).execution_options(populate_existing=True)
     if lock:
-        stmt = stmt.with_for_update()
+        stmt = stmt.with_for_update(key_share=True)
     task = (await s.execute(stmt)).scalar_one_or_none()
     if task is None:
         raise TaskNotFound()
