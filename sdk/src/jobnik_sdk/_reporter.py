@@ -88,11 +88,6 @@ class Reporter:
         # Batches out at once: while one is on its way the next fills and goes too.
         self._out = asyncio.Semaphore(BATCHES_IN_FLIGHT)
 
-    async def report(self, task: Task, outcome: Outcome) -> None:
-        """Report `outcome` under the task's lease; return once the manager answered
-        for it, or reporting it was given up."""
-        await self.submit(task, outcome)
-
     def submit(self, task: Task, outcome: Outcome) -> asyncio.Future[None]:
         """Queue the report of `outcome`; the future is done once the manager answered
         for it, or reporting it was given up."""
