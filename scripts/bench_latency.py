@@ -44,12 +44,16 @@ AMQP = "amqp://guest:guest@127.0.0.1:5672/"
 MODES = {"push": "RabbitMQ wake-ups", "poll": "polling only", "longpoll": "long-poll claims"}
 
 
-async def recreate(url: str) -> None:
+async def recreate(url: str, *, log_statements: bool = False) -> None:
     base, _, name = url.replace("postgresql+asyncpg://", "postgresql://").rpartition("/")
     conn = await asyncpg.connect(f"{base}/postgres")
     try:
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await conn.execute(f'CREATE DATABASE "{name}"')
+        if log_statements:
+            # Every statement with its duration in the server's log (timestamps in ms),
+            # to see where a task's time goes between its creation and its handler.
+            await conn.execute(f'ALTER DATABASE "{name}" SET log_min_duration_statement = 0')
     finally:
         await conn.close()
 
@@ -149,13 +153,16 @@ async def main() -> None:
     parser.add_argument("--gap-ms", default="20-120", help="idle gap between tasks, lo-hi ms")
     parser.add_argument("--port", type=int, default=8791)
     parser.add_argument("--modes", default=",".join(MODES), help="of " + ",".join(MODES))
+    parser.add_argument(
+        "--log-statements", action="store_true", help="log every statement in PostgreSQL's log"
+    )
     args = parser.parse_args()
     lo, hi = (float(x) / 1000 for x in args.gap_ms.split("-"))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or set(modes) - set(MODES):
         parser.error(f"--modes takes some of {','.join(MODES)}")
 
-    await recreate(args.url)
+    await recreate(args.url, log_statements=args.log_statements)
     await asyncio.to_thread(migrate.upgrade, args.url)
     latencies = {}
     with manager(args.url, args.amqp_url, args.port) as base:

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from . import json_text
+from .deferred import DeferringSession
 from .direct import BROKEN_CONNECTION, DirectStatement, reset_connection, setup_connection
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,9 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
-    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+    return async_sessionmaker(
+        engine, expire_on_commit=False, autoflush=False, sync_session_class=DeferringSession
+    )
 
 
 def _retryable(exc: BaseException) -> bool:

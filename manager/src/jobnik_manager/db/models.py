@@ -196,3 +196,4 @@ class OutboxMessage(Base):
 TASKS = cast(Table, Task.__table__)
 STAGES = cast(Table, Stage.__table__)
 EVENTS = cast(Table, Event.__table__)
+OUTBOX = cast(Table, OutboxMessage.__table__)

@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..db.deferred import defer
 from ..db.engine import OUTBOX_ON, OUTBOX_WRITTEN
-from ..db.models import OutboxMessage
+from ..db.models import OUTBOX
 from .wakeups import note_ready
 
 
@@ -56,7 +56,7 @@ async def publish_later(
         return
     rows = [{"routing_key": key, "payload": body, "created_at": now} for key, body in messages]
     if rows:
-        await s.execute(insert(OutboxMessage), rows)
+        defer(s, OUTBOX, rows)
         s.info[OUTBOX_WRITTEN] = True
 
 

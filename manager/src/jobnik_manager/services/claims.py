@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +25,7 @@ from ..domain.leases import DEFAULT_LEASE
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
 from . import summaries
 from .history import Entity, insert_rows, task_row
+from .loading import load_stages_with_jobs
 
 
 async def claim_tasks(
@@ -53,6 +55,16 @@ async def claim_tasks(
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """Claimed rows (each holds the task's columns) and, when asked for, their stages
+    and jobs as they stand once the claim has started them."""
+
+    rows: list[Any]
+    stages: list[Stage] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+
+
 async def claim(
     db: Database,
     stage_types: Sequence[str],
@@ -60,17 +72,22 @@ async def claim(
     limit: int = 1,
     lease: timedelta | None = None,
     worker: str | None = None,
-) -> list[Any]:
+    with_context: bool = False,
+) -> Claimed:
     """Claim as `claim_tasks` does, each claim a transaction of its own.
 
     On PostgreSQL the claim is one statement committed on its own, so the stage's
     summary row is locked only while it runs; a stage still PENDING then starts in a
-    second, short transaction (a report that finds it PENDING starts it too).
+    second, short transaction (a report that finds it PENDING starts it too), which
+    also reads the context `with_context` asks for.
     """
     if db.is_sqlite:
-        return await db.transaction(
-            lambda s: claim_tasks(s, stage_types, limit=limit, lease=lease, worker=worker)
-        )
+
+        async def claim_and_read(s: AsyncSession) -> Claimed:
+            rows = await claim_tasks(s, stage_types, limit=limit, lease=lease, worker=worker)
+            return await _with_context(s, rows) if with_context and rows else Claimed(rows)
+
+        return await db.transaction(claim_and_read)
     now = utcnow()
     lease = lease or DEFAULT_LEASE
     single = len(stage_types) == 1
@@ -90,11 +107,20 @@ async def claim(
     claimed = await db.direct(claim_statement(single), params, durable=False)
     rows = [SimpleNamespace(**r) for r in claimed]
     unstarted = {r.stage_id: r.job_id for r in rows if r.stage_status == StageStatus.PENDING}
-    if unstarted:
-        await db.transaction(
-            lambda s: start_stages(s, list(unstarted), list(unstarted.values()), now)
-        )
-    return rows
+    if not unstarted and not (with_context and rows):
+        return Claimed(rows)
+
+    async def start_and_read(s: AsyncSession) -> Claimed:
+        if unstarted:
+            await start_stages(s, list(unstarted), list(unstarted.values()), now)
+        return await _with_context(s, rows) if with_context else Claimed(rows)
+
+    return await db.transaction(start_and_read)
+
+
+async def _with_context(s: AsyncSession, rows: list[Any]) -> Claimed:
+    stages, jobs = await load_stages_with_jobs(s, (r.stage_id for r in rows))
+    return Claimed(rows, stages, jobs)
 
 
 async def start_stages(

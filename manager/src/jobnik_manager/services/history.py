@@ -9,15 +9,20 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, insert, select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.bulk import insert_many
-from ..db.models import Event, Job, Stage, Task
+from ..db.claim import EVENT_COLUMNS
+from ..db.deferred import defer, write_deferred
+from ..db.models import EVENTS, Event, Job, Stage, Task
 from ..dispatch.outbox import lifecycle_key, publish_later
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
 from .loading import load_job
 from .pages import PageRequest, PageResult, paginate
+
+# A create's task events up to this many are written with the other events at commit.
+_DEFERRED_AT_MOST = 50
 
 
 class Entity(StrEnum):
@@ -74,30 +79,31 @@ async def tasks_created(
 ) -> None:
     """Log the creation of new tasks of one stage: PENDING, no attempt yet, no lease.
 
-    The rows are streamed into one bulk insert (COPY on PostgreSQL) rather than going
-    through `insert_rows`: a create may carry tens of thousands of tasks, and a task
-    event announces no lifecycle message."""
-    await insert_many(
-        s,
-        Event,
-        (
-            {
-                "job_id": job_id,
-                "entity": Entity.TASK,
-                "entity_id": task_id,
-                "stage_id": stage_id,
-                "task_id": task_id,
-                "from_status": None,
-                "to_status": TaskStatus.PENDING,
-                "attempt": 0,
-                "lease_id": None,
-                "worker": None,
-                "reason": None,
-                "time": now,
-            }
-            for task_id in task_ids
-        ),
+    A task event announces no lifecycle message. A few rows join the events written at
+    commit; many are streamed into one bulk insert (COPY on PostgreSQL) after them, so
+    the log keeps its order: a create may carry tens of thousands of tasks."""
+    rows = (
+        {
+            "job_id": job_id,
+            "entity": Entity.TASK,
+            "entity_id": task_id,
+            "stage_id": stage_id,
+            "task_id": task_id,
+            "from_status": None,
+            "to_status": TaskStatus.PENDING,
+            "attempt": 0,
+            "lease_id": None,
+            "worker": None,
+            "reason": None,
+            "time": now,
+        }
+        for task_id in task_ids
     )
+    if len(task_ids) <= _DEFERRED_AT_MOST:
+        defer(s, EVENTS, (_complete(row) for row in rows))
+        return
+    await write_deferred(s)
+    await insert_many(s, Event, rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,24 +253,27 @@ def _row(
 
 
 async def insert_rows(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    """Append events; job and stage moves are also announced as lifecycle messages
-    (`job.<status>`, `stage.<status>`). A row may carry `stage_type` for the message."""
+    """Append events (written at commit); job and stage moves are also announced as
+    lifecycle messages (`job.<status>`, `stage.<status>`). A row may carry `stage_type`
+    for the message."""
     if not rows:
         return
-    columns = ("stage_id", "task_id", "attempt", "lease_id", "worker", "reason")
-    events: list[dict[str, Any]] = []
     messages: list[tuple[str, dict[str, Any]]] = []
     for row in rows:
         stage_type = row.pop("stage_type", None)
-        # Every row names every column, so one executemany covers them all.
-        events.append({c: None for c in columns} | row)
         # stage.waiting goes out when approval becomes possible (dispatch.outbox).
         if row["entity"] != Entity.TASK and row["to_status"] != StageStatus.WAITING:
             messages.append(
                 (lifecycle_key(row["entity"], row["to_status"]), _message(row, stage_type))
             )
-    await s.execute(insert(Event), events)
+    defer(s, EVENTS, (_complete(row) for row in rows))
     await publish_later(s, messages, rows[0]["time"])
+
+
+def _complete(row: dict[str, Any]) -> dict[str, Any]:
+    """The row naming every column, in one order: the deferred rows of a table are
+    written by one multi-row INSERT."""
+    return {c: row.get(c) for c in EVENT_COLUMNS}
 
 
 def _message(row: dict[str, Any], stage_type: str | None) -> dict[str, Any]:

@@ -67,7 +67,8 @@ async def insert_stage(
         status=_initial_status(payload, previous),
         percentage=0,
         created=0,
-        pending=0,
+        # Counted here rather than by a summary UPDATE after its tasks are inserted.
+        pending=len(payload.tasks or ()),
         in_progress=0,
         retried=0,
         completed=0,
@@ -86,7 +87,9 @@ async def insert_stage(
         await stage_awaits_approval(
             s, job_id=job.id, stage_id=stage.id, stage_type=stage.type, now=now
         )
-    tasks = await insert_tasks(s, job, stage, payload.tasks, now) if payload.tasks else []
+    tasks = (
+        await insert_tasks(s, job, stage, payload.tasks, now, counted=True) if payload.tasks else []
+    )
     return CreatedStage(stage, tasks)
 
 
@@ -111,10 +114,17 @@ async def add_stage(s: AsyncSession, job_id: uuid.UUID, payload: StageCreate) ->
 
 
 async def insert_tasks(
-    s: AsyncSession, job: Job, stage: Stage, payloads: Sequence[TaskCreate], now: datetime
+    s: AsyncSession,
+    job: Job,
+    stage: Stage,
+    payloads: Sequence[TaskCreate],
+    now: datetime,
+    *,
+    counted: bool = False,
 ) -> list[TaskRow]:
     """Insert the stage's new tasks and their events, a constant number of statements
-    whatever their number (multi-row INSERTs, no ORM object per task)."""
+    whatever their number (multi-row INSERTs, no ORM object per task). `counted`: the
+    stage's summary already counts them (a stage created with its tasks)."""
     status = StageStatus(stage.status)
     if status.is_final:
         raise RuleViolation(
@@ -155,7 +165,8 @@ async def insert_tasks(
     # In list order, so `seq` (the oldest-first tie-break) follows the request's order.
     await insert_many(s, Task, rows)
     await tasks_created(s, job.id, stage.id, ids, now)
-    await bump_summary(s, stage.id, {TaskStatus.PENDING: len(rows)}, now)
+    if not counted:
+        await bump_summary(s, stage.id, {TaskStatus.PENDING: len(rows)}, now)
     if claimable:
         await tasks_ready(s, stage.type, job.id, stage.id, now)
     return rows

@@ -94,10 +94,10 @@ async def create_job(
         created = await job_service.create_job(s, payload)
         if not payload.stages:
             return job_body(created.job)
-        # The tasks are answered as inserted rather than read back: there may be many.
-        tasks = {c.stage.id: task_bodies(c.tasks) for c in created.stages}
-        stages = await stage_service.stages_of_job(s, created.job.id)
-        return job_body(created.job, [stage_body(st, tasks[st.id]) for st in stages])
+        # Answered as inserted rather than read back: there may be many tasks.
+        return job_body(
+            created.job, [stage_body(c.stage, task_bodies(c.tasks)) for c in created.stages]
+        )
 
     return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
 

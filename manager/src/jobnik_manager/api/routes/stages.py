@@ -162,7 +162,7 @@ async def dequeue(
 ) -> Response:
     lease = timedelta(seconds=lease_seconds) if lease_seconds else None
 
-    tasks = await claim(db, [stageType], lease=lease, worker=worker)
+    tasks = (await claim(db, [stageType], lease=lease, worker=worker)).rows
     if not tasks:
         raise TaskNotFound(f"No task of stage type '{stageType}' is ready to be claimed")
     return task_response(tasks[0])

@@ -15,9 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ...domain.errors import DomainError
 from ...domain.statuses import TaskStatus
 from ...services import tasks as task_service
-from ...services.claims import claim
+from ...services.claims import Claimed, claim
 from ...services.leases import Beat, heartbeat, heartbeats
-from ...services.loading import load_stages_with_jobs, load_task
+from ...services.loading import load_task
 from ...services.reports import Report, report, settle
 from ..deps import DatabaseDep, PageDep, WaitersDep
 from ..json_values import JsonObject
@@ -85,23 +85,28 @@ async def claim_batch(
     """
     lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
 
-    def work() -> Awaitable[list[Any]]:
+    def work() -> Awaitable[Claimed]:
         return claim(
-            db, payload.stage_types, limit=payload.limit, lease=lease, worker=payload.worker
+            db,
+            payload.stage_types,
+            limit=payload.limit,
+            lease=lease,
+            worker=payload.worker,
+            with_context=payload.with_context,
         )
 
     wait = payload.wait_seconds or 0.0
     if wait <= 0:
-        rows = await work()
+        claimed = await work()
     else:
         deadline = asyncio.get_running_loop().time() + wait
         # Registered before the first claim, so no wake-up in between is missed.
         with waiters.waiting(payload.stage_types) as waiter:
             while True:
                 waiter.event.clear()
-                rows = await work()
+                claimed = await work()
                 left = deadline - asyncio.get_running_loop().time()
-                if rows or left <= 0:
+                if claimed.rows or left <= 0:
                     break
                 if await request.is_disconnected():
                     break  # claiming for a client that is gone would strand the tasks
@@ -110,13 +115,10 @@ async def claim_batch(
                         await waiter.event.wait()
                 if await request.is_disconnected():
                     break
-    body: dict[str, Any] = {"items": task_bodies([_columns(r) for r in rows])}
-    if payload.with_context and rows:
-        stages, jobs = await db.transaction(
-            lambda s: load_stages_with_jobs(s, (r.stage_id for r in rows))
-        )
-        body["stages"] = [stage_body(st) for st in stages]
-        body["jobs"] = [job_body(j) for j in jobs]
+    body: dict[str, Any] = {"items": task_bodies([_columns(r) for r in claimed.rows])}
+    if payload.with_context and claimed.rows:
+        body["stages"] = [stage_body(st) for st in claimed.stages]
+        body["jobs"] = [job_body(j) for j in claimed.jobs]
     return json_response(body, 200)
 
 
