@@ -1,12 +1,13 @@
 """Dispatch latency: from a task's creation to its handler starting.
 
-Starts a real manager process on PostgreSQL with the RabbitMQ relay on, then, in one
-run, feeds tasks one at a time (with idle gaps, as real work trickles in) to each mode:
-  * push: a Worker woken over RabbitMQ (`amqp_url`, 30 s safety poll),
+Starts a real manager process on PostgreSQL per mode, then feeds tasks one at a time
+(with idle gaps, as real work trickles in) to each mode:
+  * push: a Worker woken over RabbitMQ (`amqp_url`, 30 s safety poll), the manager's
+    outbox relay publishing the wake-ups,
   * poll: a Worker polling only (the SDK's jittered backoff; long-poll claims turned
-    off when the SDK has them), and
-  * longpoll: a Worker as it comes, without a broker (it long-polls its claims once the
-    SDK and the manager do, and polls like `poll` until then),
+    off), the manager without a broker, and
+  * longpoll: a Worker as it comes (it long-polls its claims), the manager without a
+    broker: a deployment without RabbitMQ,
 and prints p50/p95/p99/max of `handler start - task creationTime`. The creation time
 is taken by the manager at the start of the creating transaction, so the figures
 include the commit itself.
@@ -59,14 +60,16 @@ async def recreate(url: str, *, log_statements: bool = False) -> None:
 
 
 @contextmanager
-def manager(url: str, amqp_url: str, port: int) -> Iterator[str]:
+def manager(url: str, amqp_url: str | None, port: int) -> Iterator[str]:
     env = {
         **os.environ,
         "JOBNIK_DATABASE_URL": url,
-        "JOBNIK_AMQP_URL": amqp_url,
         "JOBNIK_PORT": str(port),
         "JOBNIK_LOG_LEVEL": "warning",
     }
+    env.pop("JOBNIK_AMQP_URL", None)
+    if amqp_url:
+        env["JOBNIK_AMQP_URL"] = amqp_url
     proc = subprocess.Popen([sys.executable, "-m", "jobnik_manager.cli", "serve"], env=env)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -165,8 +168,11 @@ async def main() -> None:
     await recreate(args.url, log_statements=args.log_statements)
     await asyncio.to_thread(migrate.upgrade, args.url)
     latencies = {}
-    with manager(args.url, args.amqp_url, args.port) as base:
-        for mode in modes:
+    for mode in modes:
+        # push needs the manager's relay; the other modes are what a deployment without
+        # a broker gets, so their manager runs without one (no relay at work beside it).
+        broker = args.amqp_url if mode == "push" else None
+        with manager(args.url, broker, args.port) as base:
             latencies[mode] = await run_mode(
                 base, mode=mode, amqp_url=args.amqp_url, tasks=args.tasks, gap=(lo, hi)
             )

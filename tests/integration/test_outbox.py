@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -42,7 +43,29 @@ async def test_a_job_run_announces_readiness_and_lifecycle(db: Database) -> None
         assert keys(await drain(db)) == [f"task.ready.{one}"]
 
         await api.run_one(one)
-        assert keys(await drain(db)) == ["stage.in_progress", "job.in_progress"]
+        started = await drain(db)
+        assert keys(started) == ["stage.in_progress", "job.in_progress"]
+        moved = {"fromStatus": "PENDING", "toStatus": "IN_PROGRESS"}
+        stage_start, job_start = (body for _, body in started)
+        assert stage_start == {
+            "entity": "STAGE",
+            "jobId": job["id"],
+            **moved,
+            "time": stage_start["time"],
+            "stageId": s1["id"],
+            "stageType": one,
+        }
+        assert job_start == {
+            "entity": "JOB",
+            "jobId": job["id"],
+            **moved,
+            "time": job_start["time"],
+        }
+        assert list(stage_start) == ["entity", "jobId", "fromStatus", "toStatus", "time"] + [
+            "stageId",
+            "stageType",
+        ]
+        assert datetime.fromisoformat(stage_start["time"]).tzinfo is not None
         await api.run_one(one)
         done = await drain(db)
         assert keys(done) == ["stage.completed", "stage.waiting"]

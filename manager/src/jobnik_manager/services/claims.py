@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.claim import claim_rows, claim_statement
 from ..db.engine import Database
+from ..db.first_claim import context_statement, stages_and_jobs, start_statement
 from ..db.models import Job, Stage
 from ..db.types import utcnow
 from ..domain.leases import DEFAULT_LEASE
@@ -78,8 +79,8 @@ async def claim(
 
     On PostgreSQL the claim is one statement committed on its own, so the stage's
     summary row is locked only while it runs; a stage still PENDING then starts in a
-    second, short transaction (a report that finds it PENDING starts it too), which
-    also reads the context `with_context` asks for.
+    second statement (a report that finds it PENDING starts it too), and a third reads
+    the context `with_context` asks for.
     """
     if db.is_sqlite:
 
@@ -107,15 +108,24 @@ async def claim(
     claimed = await db.direct(claim_statement(single), params, durable=False)
     rows = [SimpleNamespace(**r) for r in claimed]
     unstarted = {r.stage_id: r.job_id for r in rows if r.stage_status == StageStatus.PENDING}
-    if not unstarted and not (with_context and rows):
+    if unstarted:
+        started = await db.direct(
+            start_statement(db.outbox),
+            {
+                "stage_ids": sorted(unstarted),
+                "job_ids": sorted(set(unstarted.values())),
+                "now": now,
+                "time": now.isoformat(),
+            },
+        )
+        if started and db.outbox:
+            db.outbox_written.set()
+    if not (with_context and rows):
         return Claimed(rows)
-
-    async def start_and_read(s: AsyncSession) -> Claimed:
-        if unstarted:
-            await start_stages(s, list(unstarted), list(unstarted.values()), now)
-        return await _with_context(s, rows) if with_context else Claimed(rows)
-
-    return await db.transaction(start_and_read)
+    context = await db.direct(
+        context_statement(), {"stage_ids": sorted({r.stage_id for r in rows})}
+    )
+    return Claimed(rows, *stages_and_jobs(context))
 
 
 async def _with_context(s: AsyncSession, rows: list[Any]) -> Claimed:
