@@ -1,9 +1,11 @@
-"""The fast lane (api/fast_lane.py) answers the dequeue and the status report exactly as
-FastAPI's routes do: the same requests, run through the app with and without it, get
-the same statuses and bodies (ids and times aside), errors included."""
+"""The fast lane (api/fast_lane.py) answers the dequeue, the status report, the batch
+claim and the batch report exactly as FastAPI's routes do: the same requests, run
+through the app with and without it, get the same statuses and bodies (ids and times
+aside), errors included."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -114,4 +116,76 @@ async def test_the_fast_lane_answers_as_the_routes_do(db: Database) -> None:
     assert _same_type_names(with_lane, fast_type, "T") == _same_type_names(without, plain_type, "T")
     statuses = [status for status, _, _ in with_lane]
     assert statuses.count(200) >= 6 and {400, 404, 409} <= set(statuses)
+    await assert_invariants(db)
+
+
+def _blurred(value: Any) -> Any:
+    """`value` with what varies from run to run (ids, times) replaced by its type's name."""
+    if isinstance(value, dict):
+        return {
+            k: type(v).__name__ if k in VARYING | {"jobId", "taskId", "name"} else _blurred(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_blurred(v) for v in value]
+    return value
+
+
+async def _batch_scenario(http: httpx.AsyncClient, stage_type: str) -> list[Answer]:
+    api = Api(http)
+    job = await api.create_job()
+    stage = await api.create_stage(job["id"], stage_type)
+    await api.create_tasks(stage["id"], 4, maxAttempts=2)
+    answers: list[Answer] = []
+
+    async def post(path: str, body: Any = None, **kw: Any) -> Any:
+        response = await http.post(path, json=body, **kw) if body is not None else None
+        if response is None:
+            response = await http.post(path, **kw)
+        answers.append((response.status_code, response.headers["content-type"], response.json()))
+        return response.json()
+
+    claim = "/v1/tasks/claim"
+    one = await post(claim, {"stageTypes": [stage_type], "worker": "w-1", "leaseSeconds": 30})
+    two = await post(claim, {"stageTypes": [stage_type], "limit": 2, "withContext": True})
+    await post(claim, {"stageTypes": [stage_type], "limit": 0})
+    await post(claim, {"stageTypes": [stage_type], "extra": 1})
+    await post(claim, {"stageTypes": []})
+    await post(claim, [])
+    await post(claim, content=b"{", headers={"content-type": "application/json"})
+    await post(claim, content=b'{"stageTypes": ["x"]}', headers={"content-type": "text/plain"})
+    await post(claim, {"stageTypes": [stage_type]}, params={"limit": 3})
+    await post(claim, {"stageTypes": [unique("none")], "waitSeconds": 0.05})
+    reports = "/v1/tasks/reports"
+    first = one["items"][0]
+    await post(
+        reports,
+        {
+            "reports": [
+                {"taskId": first["id"], "leaseId": first["leaseId"], "status": "COMPLETED"},
+                {"taskId": first["id"], "leaseId": first["leaseId"], "status": "COMPLETED"},
+                {"taskId": UNKNOWN_TASK, "leaseId": first["leaseId"], "status": "COMPLETED"},
+            ]
+        },
+    )
+    item = two["items"][0]
+    await post(
+        reports,
+        {"reports": [{"taskId": item["id"], "leaseId": item["leaseId"], "status": "FAILED"}]},
+    )
+    await post(reports, {"reports": []})
+    await post(reports, {"reports": [{"taskId": "nope", "status": "COMPLETED"}]})
+    # The stage type differs between the runs; its every mention is made the same.
+    named = json.loads(json.dumps(answers).replace(stage_type, "T"))
+    return [(status, ctype, _blurred(body)) for status, ctype, body in named]
+
+
+async def test_the_fast_lane_claims_and_reports_as_the_routes_do(db: Database) -> None:
+    async with app_client(db) as fast, _client_without_fast_lane(db) as plain:
+        fast_type, plain_type = unique("batch"), unique("batch")
+        with_lane = await _batch_scenario(fast, fast_type)
+        without = await _batch_scenario(plain, plain_type)
+    assert with_lane == without
+    statuses = [status for status, _, _ in with_lane]
+    assert statuses.count(200) >= 5 and 400 in statuses
     await assert_invariants(db)

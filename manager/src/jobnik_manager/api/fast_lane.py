@@ -1,16 +1,17 @@
-"""The two calls a v1 worker makes per task, taken past FastAPI's routing.
+"""The calls workers make per task, taken past FastAPI's routing.
 
 `PATCH /v1/stages/{stageType}/tasks/dequeue` and `PUT /v1/tasks/{taskId}/status` are
-nearly all of a v1 worker's traffic. FastAPI's routing (every route's pattern tried in
-turn), dependency solving and exception middleware cost as much CPU as the statement
-each runs. This middleware matches those two paths itself, checks the request as the
-route would, and calls the route's own function; it takes only a request that route
-would accept as it stands: the dequeue without query parameters, the report with a JSON
-body that `TaskStatusReport` validates. Anything else (other routes, query parameters,
-other content types, invalid input) goes on to FastAPI untouched, so it is answered as
-before, errors included. The errors the route functions raise are answered by the app's
-own exception handlers, found as Starlette finds them; what none handles goes up to the
-server error middleware, as from a route.
+nearly all of a v1 worker's traffic; `POST /v1/tasks/claim` and `POST /v1/tasks/reports`
+nearly all of an SDK worker's. FastAPI's routing (every route's pattern tried in turn),
+dependency solving and exception middleware cost as much CPU as the statement each
+runs, and sit between a woken worker and its task. This middleware matches those paths
+itself, checks the request as the route would, and calls the route's own function; it
+takes only a request that route would accept as it stands: no query parameters, and
+for the others a JSON body that the route's model validates. Anything else (other
+routes, query parameters, other content types, invalid input) goes on to FastAPI
+untouched, so it is answered as before, errors included. The errors the route
+functions raise are answered by the app's own exception handlers, found as Starlette
+finds them; what none handles goes up to the server error middleware, as from a route.
 """
 
 from __future__ import annotations
@@ -18,16 +19,17 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..db.engine import Database
+from ..dispatch.wakeups import ReadyWaiters
 from .routes.stages import dequeue
-from .routes.tasks import report_task_status
-from .schemas import TaskStatusReport
+from .routes.tasks import claim_batch, report_batch, report_task_status
+from .schemas import BatchReport, ClaimRequest, Inbound, TaskStatusReport
 
 # Path parameters as Starlette's `{name}` matches them: one segment, not empty.
 _DEQUEUE = re.compile(r"/v1/stages/([^/]+)/tasks/dequeue")
@@ -37,6 +39,8 @@ _MAX_STAGE_TYPE = 50  # the dequeue route's Path(max_length=50)
 # read so far), which applies its own limit to it.
 _MAX_BODY = 64 * 1024
 _task_id = TypeAdapter(uuid.UUID)
+M = TypeVar("M", bound=Inbound)
+_CLAIM, _REPORTS = "/v1/tasks/claim", "/v1/tasks/reports"
 
 
 class FastLane:
@@ -54,15 +58,41 @@ class FastLane:
             elif method == "PUT" and (m := _STATUS.fullmatch(scope["path"])):
                 await self._report(scope, receive, send, m[1])
                 return
+            elif method == "POST" and not scope["query_string"]:
+                if scope["path"] == _CLAIM:
+                    await self._claim(scope, receive, send)
+                    return
+                if scope["path"] == _REPORTS:
+                    await self._reports(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
 
     def _db(self) -> Database:
         db: Database = self.api.state.database
         return db
 
+    async def _claim(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body, complete = await _read_body(receive)
+        payload = _payload(scope, body, ClaimRequest) if complete else None
+        if payload is None:
+            await self.app(scope, _replay(body, complete, receive), send)
+            return
+        waiters: ReadyWaiters = self.api.state.waiters
+        # A long poll asks the request whether its client is still there.
+        request = Request(scope, receive)
+        await self._answer(scope, receive, send, claim_batch(request, self._db(), waiters, payload))
+
+    async def _reports(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body, complete = await _read_body(receive)
+        payload = _payload(scope, body, BatchReport) if complete else None
+        if payload is None:
+            await self.app(scope, _replay(body, complete, receive), send)
+            return
+        await self._answer(scope, receive, send, report_batch(self._db(), payload))
+
     async def _report(self, scope: Scope, receive: Receive, send: Send, task_id: str) -> None:
         body, complete = await _read_body(receive)
-        payload = _payload(scope, body) if complete else None
+        payload = _payload(scope, body, TaskStatusReport) if complete else None
         if payload is None:
             await self.app(scope, _replay(body, complete, receive), send)
             return
@@ -95,13 +125,13 @@ def _handler(api: FastAPI, exc: Exception) -> Any:
     return None
 
 
-def _payload(scope: Scope, body: bytes) -> TaskStatusReport | None:
-    """The report as the route would validate it, or None to leave it to the route."""
+def _payload(scope: Scope, body: bytes, model: type[M]) -> M | None:
+    """The body as the route would validate it, or None to leave it to the route."""
     content_types = [v for k, v in scope["headers"] if k == b"content-type"]
     if content_types != [b"application/json"] or not body:
         return None
     try:
-        return TaskStatusReport.model_validate(json.loads(body))
+        return model.model_validate(json.loads(body))
     except (ValueError, ValidationError):  # JSONDecodeError is a ValueError
         return None
 

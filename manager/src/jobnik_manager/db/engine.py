@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
@@ -176,6 +177,20 @@ class Database:
                 return rows
 
         return await _retried(once)
+
+    @contextlib.asynccontextmanager
+    async def direct_transaction(self) -> AsyncIterator[asyncpg.Connection]:
+        """PostgreSQL: a connection of the direct pool inside a transaction of its own,
+        committed when the block ends, rolled back if it raises; for a few plain
+        statements around work outside the database (not retried here)."""
+        pool = self._direct_pools.get(True) or await self._open_direct_pool(True)
+        async with pool.acquire() as conn:
+            try:
+                async with conn.transaction():
+                    yield conn
+            except BROKEN_CONNECTION:
+                conn.terminate()
+                raise
 
     async def _open_direct_pool(self, durable: bool) -> asyncpg.Pool:
         # As many connections as the engine's pool with its overflow, opened when needed

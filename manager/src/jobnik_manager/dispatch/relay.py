@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import aio_pika
 from aio_pika.abc import AbstractConnection, AbstractExchange
@@ -35,45 +36,72 @@ async def declare_exchange(channel: aio_pika.abc.AbstractChannel) -> AbstractExc
 
 async def publish_batch(db: Database, exchange: AbstractExchange) -> int:
     """Publish and delete up to BATCH rows in one transaction; returns how many."""
+    if db.is_sqlite:
+        return await db.transaction(lambda s: _publish_in_session(s, exchange))
+    # PostgreSQL: plain statements on the driver, as this sits between a commit and the
+    # wake-up of the workers it concerns.
+    async with db.direct_transaction() as conn:
+        rows = [
+            Outgoing(r["seq"], r["routing_key"], r["payload"].encode(), r["created_at"])
+            for r in await conn.fetch(_TAKE, BATCH)
+        ]
+        if rows:
+            await _publish(exchange, rows)
+            await conn.execute(_DELETE, [row.seq for row in rows])
+        return len(rows)
 
-    async def work(s: AsyncSession) -> int:
-        rows = list(
-            (
-                await s.execute(
-                    select(OutboxMessage)
-                    .order_by(OutboxMessage.seq)
-                    .limit(BATCH)
-                    .with_for_update(skip_locked=True)
-                )
-            ).scalars()
-        )
-        if not rows:
-            return 0
-        # With publisher confirms each publish returns once the broker has the message;
-        # a nack or a lost connection raises, and the rollback keeps the rows.
-        publishes = asyncio.gather(
-            *(
-                exchange.publish(
-                    aio_pika.Message(
-                        json.dumps(row.payload).encode(),
-                        content_type="application/json",
-                        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-                        message_id=str(row.seq),
-                        timestamp=row.created_at,
-                    ),
-                    routing_key=row.routing_key,
-                    mandatory=False,
-                )
-                for row in rows
-            )
-        )
-        await asyncio.wait_for(publishes, CONFIRM_TIMEOUT)
+
+# The payload as stored (JSON text), published as it is.
+_TAKE = (
+    "SELECT seq, routing_key, payload::text AS payload, created_at FROM outbox"
+    " ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED"
+)
+_DELETE = "DELETE FROM outbox WHERE seq = ANY($1::bigint[])"
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    seq: int
+    routing_key: str
+    body: bytes
+    created_at: datetime
+
+
+async def _publish_in_session(s: AsyncSession, exchange: AbstractExchange) -> int:
+    taken = (
+        await s.execute(select(OutboxMessage).order_by(OutboxMessage.seq).limit(BATCH))
+    ).scalars()
+    rows = [
+        Outgoing(r.seq, r.routing_key, json.dumps(r.payload).encode(), r.created_at) for r in taken
+    ]
+    if rows:
+        await _publish(exchange, rows)
         await s.execute(
             delete(OutboxMessage).where(OutboxMessage.seq.in_([row.seq for row in rows]))
         )
-        return len(rows)
+    return len(rows)
 
-    return await db.transaction(work)
+
+async def _publish(exchange: AbstractExchange, rows: list[Outgoing]) -> None:
+    # With publisher confirms each publish returns once the broker has the message;
+    # a nack or a lost connection raises, and the rollback keeps the rows.
+    publishes = asyncio.gather(
+        *(
+            exchange.publish(
+                aio_pika.Message(
+                    row.body,
+                    content_type="application/json",
+                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    message_id=str(row.seq),
+                    timestamp=row.created_at,
+                ),
+                routing_key=row.routing_key,
+                mandatory=False,
+            )
+            for row in rows
+        )
+    )
+    await asyncio.wait_for(publishes, CONFIRM_TIMEOUT)
 
 
 class Relay:
@@ -122,8 +150,11 @@ class Relay:
     async def _drain_forever(self, exchange: AbstractExchange) -> None:
         while True:
             self.db.outbox_written.clear()
+            # A short batch took all there was: what commits later sets the event again.
             while (n := await publish_batch(self.db, exchange)) > 0:
                 self.published += n
+                if n < BATCH:
+                    break
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.db.outbox_written.wait(), self.poll.total_seconds())
 
