@@ -194,6 +194,7 @@ class OutboxMessage(Base):
 
 # The tables, typed as such, for Core statements on the hot paths.
 JOBS = cast(Table, Job.__table__)
+IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)
 TASKS = cast(Table, Task.__table__)
 STAGES = cast(Table, Stage.__table__)
 EVENTS = cast(Table, Event.__table__)

@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.models import IdempotencyKey
+from ..db.deferred import defer
+from ..db.models import IDEMPOTENCY_KEYS
 from ..db.types import utcnow
 from ..domain.errors import IdempotencyKeyReused
 
@@ -28,9 +29,12 @@ def fingerprint(method: str, path: str, body: Any) -> str:
 
 
 async def recall(s: AsyncSession, key: str, print_: str) -> StoredAnswer | None:
+    keys = IDEMPOTENCY_KEYS.c
     row = (
-        await s.execute(select(IdempotencyKey).where(IdempotencyKey.key == key))
-    ).scalar_one_or_none()
+        await s.execute(
+            select(keys.fingerprint, keys.status_code, keys.response).where(keys.key == key)
+        )
+    ).one_or_none()
     if row is None:
         return None
     if row.fingerprint != print_:
@@ -39,13 +43,17 @@ async def recall(s: AsyncSession, key: str, print_: str) -> StoredAnswer | None:
 
 
 async def remember(s: AsyncSession, key: str, print_: str, answer: StoredAnswer) -> None:
-    s.add(
-        IdempotencyKey(
-            key=key,
-            fingerprint=print_,
-            status_code=answer.status_code,
-            response=answer.body,
-            created_at=utcnow(),
-        )
+    # A concurrent first use of the key fails as this commits (an IntegrityError).
+    defer(
+        s,
+        IDEMPOTENCY_KEYS,
+        [
+            {
+                "key": key,
+                "fingerprint": print_,
+                "status_code": answer.status_code,
+                "response": answer.body,
+                "created_at": utcnow(),
+            }
+        ],
     )
-    await s.flush()  # a concurrent first use of the key fails here, inside the transaction

@@ -11,6 +11,7 @@ from sqlalchemy import delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..api.schemas import JobCreate
+from ..db.bulk import insert_new
 from ..db.models import Job, Stage, Task
 from ..db.types import utcnow
 from ..domain.errors import RuleViolation
@@ -51,8 +52,7 @@ async def create_job(s: AsyncSession, payload: JobCreate) -> CreatedJob:
         creation_time=now,
         update_time=now,
     )
-    s.add(job)
-    await s.flush()
+    await insert_new(s, job)
     await job_moved(s, job, None, now)
     stages: list[CreatedStage] = []
     for order, stage_payload in enumerate(payload.stages or [], start=1):

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..api.schemas import StageCreate, TaskCreate
-from ..db.bulk import insert_many
+from ..db.bulk import insert_many, insert_new
 from ..db.models import Job, Stage, Task
 from ..db.types import utcnow
 from ..dispatch.outbox import stage_awaits_approval, tasks_ready
@@ -80,8 +80,7 @@ async def insert_stage(
         update_time=now,
         retry_policy=payload.retry_policy.to_json() if payload.retry_policy else None,
     )
-    s.add(stage)
-    await s.flush()
+    await insert_new(s, stage)
     await stage_moved(s, stage, None, now)
     if stage.status == StageStatus.WAITING and _turn_has_come(previous):
         await stage_awaits_approval(
