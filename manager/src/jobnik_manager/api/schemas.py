@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Generic, Literal, Self, TypeVar
+from typing import Annotated, Generic, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -21,6 +21,7 @@ from ..domain.leases import MAX_LEASE
 from ..domain.retry import DEFAULT_MAX_DELAY, DEFAULT_MULTIPLIER, RetryPolicy
 from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
 from ..domain.tasks import DEFAULT_MAX_ATTEMPTS
+from ..services.specs import NewJob, NewStage, NewTask
 from .json_values import JsonObject, no_nul
 
 TRACEPARENT = r"^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$"
@@ -71,9 +72,6 @@ class RetryPolicyIn(Inbound):
             max_delay=timedelta(seconds=self.max_delay_seconds),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return self.to_domain().to_json()
-
 
 class TaskCreate(Inbound):
     data: JsonObject
@@ -83,6 +81,16 @@ class TaskCreate(Inbound):
     tracestate: TraceState | None = None
     # Extension: the delay between attempts (default: the stage's, else none).
     retry_policy: RetryPolicyIn | None = None
+
+    def to_new(self) -> NewTask:
+        return NewTask(
+            self.data,
+            self.user_metadata,
+            self.max_attempts,
+            self.traceparent,
+            self.tracestate,
+            self.retry_policy.to_domain() if self.retry_policy else None,
+        )
 
 
 class StageCreate(Inbound):
@@ -97,6 +105,18 @@ class StageCreate(Inbound):
     # Extension: the retry policy of its tasks that bring none.
     retry_policy: RetryPolicyIn | None = None
 
+    def to_new(self) -> NewStage:
+        return NewStage(
+            type=self.type,
+            data=self.data,
+            user_metadata=self.user_metadata,
+            start_as_waiting=self.start_as_waiting,
+            traceparent=self.traceparent,
+            tracestate=self.tracestate,
+            tasks=[t.to_new() for t in self.tasks or ()],
+            retry_policy=self.retry_policy.to_domain() if self.retry_policy else None,
+        )
+
 
 class JobCreate(Inbound):
     name: JobName
@@ -107,6 +127,17 @@ class JobCreate(Inbound):
     tracestate: TraceState | None = None
     # Extension: the job's stages (and their tasks), created in the same transaction.
     stages: list[StageCreate] | None = None
+
+    def to_new(self) -> NewJob:
+        return NewJob(
+            name=self.name,
+            data=self.data,
+            priority=self.priority,
+            user_metadata=self.user_metadata,
+            traceparent=self.traceparent,
+            tracestate=self.tracestate,
+            stages=[st.to_new() for st in self.stages or ()],
+        )
 
 
 class JobStatusChange(Inbound):

@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..api.schemas import JobCreate
 from ..db.bulk import insert_new
 from ..db.models import Job, Stage, Task
 from ..db.types import utcnow
@@ -27,6 +26,7 @@ from .cascade import (
 from .history import job_moved
 from .loading import load_job
 from .pages import PageRequest, PageResult, paginate
+from .specs import NewJob
 from .stages import CreatedStage, insert_stage
 from .tracing import new_traceparent
 
@@ -37,27 +37,27 @@ class CreatedJob:
     stages: list[CreatedStage]
 
 
-async def create_job(s: AsyncSession, payload: JobCreate) -> CreatedJob:
+async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
     now = utcnow()
     job = Job(
         id=uuid.uuid4(),
-        name=payload.name,
-        data=payload.data,
-        user_metadata=payload.user_metadata,
-        priority=payload.priority,
+        name=new.name,
+        data=new.data,
+        user_metadata=new.user_metadata,
+        priority=new.priority,
         status=JobStatus.PENDING,
         percentage=0,
-        traceparent=payload.traceparent or new_traceparent(),
-        tracestate=payload.tracestate,
+        traceparent=new.traceparent or new_traceparent(),
+        tracestate=new.tracestate,
         creation_time=now,
         update_time=now,
     )
     await insert_new(s, job)
     await job_moved(s, job, None, now)
     stages: list[CreatedStage] = []
-    for order, stage_payload in enumerate(payload.stages or [], start=1):
+    for order, new_stage in enumerate(new.stages, start=1):
         previous = stages[-1].stage if stages else None
-        stages.append(await insert_stage(s, job, stage_payload, order, previous, now))
+        stages.append(await insert_stage(s, job, new_stage, order, previous, now))
     return CreatedJob(job, stages)
 
 

@@ -12,7 +12,6 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..api.schemas import StageCreate, TaskCreate
 from ..db.bulk import insert_many, insert_new
 from ..db.models import Job, Stage, Task
 from ..db.types import utcnow
@@ -25,6 +24,7 @@ from .claimability import claimable_when_created
 from .history import stage_moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
 from .pages import PageRequest, PageResult, paginate
+from .specs import NewStage, NewTask
 from .tracing import new_traceparent
 
 TaskRow = dict[str, Any]
@@ -42,8 +42,8 @@ def _turn_has_come(previous: Stage | None) -> bool:
     return previous is None or StageStatus(previous.status) is StageStatus.COMPLETED
 
 
-def _initial_status(payload: StageCreate, previous: Stage | None) -> StageStatus:
-    if payload.start_as_waiting:
+def _initial_status(new: NewStage, previous: Stage | None) -> StageStatus:
+    if new.start_as_waiting:
         return StageStatus.WAITING
     return StageStatus.PENDING if _turn_has_come(previous) else StageStatus.CREATED
 
@@ -51,7 +51,7 @@ def _initial_status(payload: StageCreate, previous: Stage | None) -> StageStatus
 async def insert_stage(
     s: AsyncSession,
     job: Job,
-    payload: StageCreate,
+    new: NewStage,
     order: int,
     previous: Stage | None,
     now: datetime,
@@ -60,25 +60,25 @@ async def insert_stage(
     stage = Stage(
         id=uuid.uuid4(),
         job_id=job.id,
-        type=payload.type,
+        type=new.type,
         stage_order=order,
-        data=payload.data,
-        user_metadata=payload.user_metadata,
-        status=_initial_status(payload, previous),
+        data=new.data,
+        user_metadata=new.user_metadata,
+        status=_initial_status(new, previous),
         percentage=0,
         created=0,
         # Counted here rather than by a summary UPDATE after its tasks are inserted.
-        pending=len(payload.tasks or ()),
+        pending=len(new.tasks),
         in_progress=0,
         retried=0,
         completed=0,
         failed=0,
         aborted=0,
-        traceparent=payload.traceparent or new_traceparent(job.traceparent),
-        tracestate=payload.tracestate,
+        traceparent=new.traceparent or new_traceparent(job.traceparent),
+        tracestate=new.tracestate,
         creation_time=now,
         update_time=now,
-        retry_policy=payload.retry_policy.to_json() if payload.retry_policy else None,
+        retry_policy=new.retry_policy.to_json() if new.retry_policy else None,
     )
     await insert_new(s, stage)
     await stage_moved(s, stage, None, now)
@@ -86,13 +86,11 @@ async def insert_stage(
         await stage_awaits_approval(
             s, job_id=job.id, stage_id=stage.id, stage_type=stage.type, now=now
         )
-    tasks = (
-        await insert_tasks(s, job, stage, payload.tasks, now, counted=True) if payload.tasks else []
-    )
+    tasks = await insert_tasks(s, job, stage, new.tasks, now, counted=True) if new.tasks else []
     return CreatedStage(stage, tasks)
 
 
-async def add_stage(s: AsyncSession, job_id: uuid.UUID, payload: StageCreate) -> CreatedStage:
+async def add_stage(s: AsyncSession, job_id: uuid.UUID, new: NewStage) -> CreatedStage:
     now = utcnow()
     # The job's row lock serialises concurrent appends, so orders never collide.
     job = await load_job(s, job_id, lock=True)
@@ -107,7 +105,7 @@ async def add_stage(s: AsyncSession, job_id: uuid.UUID, payload: StageCreate) ->
         )
     ).scalar_one_or_none()
     order = last.stage_order + 1 if last else 1
-    created = await insert_stage(s, job, payload, order, last, now)
+    created = await insert_stage(s, job, new, order, last, now)
     job.update_time = now
     return created
 
@@ -116,7 +114,7 @@ async def insert_tasks(
     s: AsyncSession,
     job: Job,
     stage: Stage,
-    payloads: Sequence[TaskCreate],
+    new: Sequence[NewTask],
     now: datetime,
     *,
     counted: bool = False,
@@ -137,7 +135,7 @@ async def insert_tasks(
         )
     claimable = claimable_when_created(status, JobStatus(job.status))
     rank = Priority(job.priority).rank
-    ids = _new_ids(len(payloads))
+    ids = _new_ids(len(new))
     rows: list[TaskRow] = [
         {
             "id": task_id,
@@ -157,7 +155,7 @@ async def insert_tasks(
             "update_time": now,
             "retry_policy": p.retry_policy.to_json() if p.retry_policy else stage.retry_policy,
         }
-        for task_id, p in zip(ids, payloads, strict=True)
+        for task_id, p in zip(ids, new, strict=True)
     ]
     if not rows:
         return rows
@@ -178,11 +176,9 @@ def _new_ids(n: int) -> list[uuid.UUID]:
     return [uuid.UUID(bytes=pool[i : i + 16], version=4) for i in range(0, 16 * n, 16)]
 
 
-async def add_tasks(
-    s: AsyncSession, stage_id: uuid.UUID, payloads: Sequence[TaskCreate]
-) -> list[TaskRow]:
+async def add_tasks(s: AsyncSession, stage_id: uuid.UUID, new: Sequence[NewTask]) -> list[TaskRow]:
     job, stage = await lock_job_of_stage(s, stage_id)
-    return await insert_tasks(s, job, stage, payloads, utcnow())
+    return await insert_tasks(s, job, stage, new, utcnow())
 
 
 async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:

@@ -90,8 +90,10 @@ async def create_job(
     payload: JobCreate,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
+    new = payload.to_new()
+
     async def work(s: AsyncSession) -> dict[str, object]:
-        created = await job_service.create_job(s, payload)
+        created = await job_service.create_job(s, new)
         if not payload.stages:
             return job_body(created.job)
         # Answered as inserted rather than read back: there may be many tasks.
@@ -188,8 +190,10 @@ async def add_stage(
     payload: StageCreate,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
+    new = payload.to_new()
+
     async def work(s: AsyncSession) -> dict[str, object]:
-        created = await stage_service.add_stage(s, jobId, payload)
+        created = await stage_service.add_stage(s, jobId, new)
         if not payload.tasks:
             return stage_body(created.stage)
         return stage_body(created.stage, task_bodies(created.tasks))

@@ -137,8 +137,10 @@ async def add_tasks(
     payload: Annotated[list[TaskCreate], Body(min_length=1)],
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
+    new = [p.to_new() for p in payload]
+
     async def work(s: AsyncSession) -> list[dict[str, object]]:
-        return task_bodies(await stage_service.add_tasks(s, stageId, payload))
+        return task_bodies(await stage_service.add_tasks(s, stageId, new))
 
     def body() -> object:
         return [p.model_dump(mode="json", by_alias=True) for p in payload]

@@ -1,0 +1,50 @@
+"""What a create asks for: a job, its stages and their tasks, as the use cases take them.
+
+Plain values, built by the routes from the wire models, so the use cases know nothing of
+the API's schemas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..domain.retry import RetryPolicy
+from ..domain.statuses import Priority
+from ..domain.tasks import DEFAULT_MAX_ATTEMPTS
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    data: dict[str, Any]
+    user_metadata: dict[str, Any] = field(default_factory=dict)
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    traceparent: str | None = None
+    tracestate: str | None = None
+    # None: the stage's policy applies.
+    retry_policy: RetryPolicy | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewStage:
+    type: str
+    data: dict[str, Any]
+    user_metadata: dict[str, Any] = field(default_factory=dict)
+    start_as_waiting: bool = False
+    traceparent: str | None = None
+    tracestate: str | None = None
+    tasks: Sequence[NewTask] = ()
+    # The retry policy of its tasks that bring none.
+    retry_policy: RetryPolicy | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    name: str
+    data: dict[str, Any]
+    priority: Priority = Priority.MEDIUM
+    user_metadata: dict[str, Any] = field(default_factory=dict)
+    traceparent: str | None = None
+    tracestate: str | None = None
+    stages: Sequence[NewStage] = ()
