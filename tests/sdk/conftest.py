@@ -13,10 +13,10 @@ import pytest
 from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings
-from jobnik_sdk import Backoff, JobnikClient, RetryPolicy
+from jobnik_sdk import Backoff, JobnikClient, RequestRetryPolicy
 from jobnik_sdk.testing import FakeJobnik
 
-FAST_RETRY = RetryPolicy(
+FAST_RETRY = RequestRetryPolicy(
     max_attempts=3,
     backoff=Backoff(initial=timedelta(milliseconds=1), maximum=timedelta(milliseconds=5)),
 )

@@ -14,6 +14,7 @@ from jobnik_sdk import (
     IllegalTransitionError,
     Job,
     JobnikClient,
+    JobnikValidationError,
     JobStatus,
     NewStage,
     NewTask,
@@ -21,7 +22,6 @@ from jobnik_sdk import (
     Priority,
     StageStatus,
     TaskStatus,
-    ValidationError,
     WaitTimeoutError,
 )
 from jobnik_sdk.testing import FakeJobnik
@@ -373,10 +373,10 @@ async def test_lookup_errors(surface: Surface) -> None:
     with pytest.raises(NotFoundError) as task:
         await surface.get_task(uuid.uuid4())
     assert task.value.code == "TASK_NOT_FOUND"
-    with pytest.raises(ValidationError) as bad_id:
+    with pytest.raises(JobnikValidationError) as bad_id:
         await surface.get_job("not-a-uuid")
     assert (bad_id.value.status_code, bad_id.value.code) == (400, "VALIDATION_ERROR")
-    with pytest.raises(ValidationError):
+    with pytest.raises(JobnikValidationError):
         await surface.create_job("x")  # names are 2 to 50 characters
     with pytest.raises(NotFoundError):
         await surface.add_stage(uuid.uuid4(), "kind")

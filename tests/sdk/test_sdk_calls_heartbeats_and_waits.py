@@ -11,12 +11,12 @@ import pytest
 
 from jobnik_sdk import (
     JobnikClient,
+    JobnikValidationError,
     JobStatus,
     NewStage,
     NewTask,
     TaskHeartbeat,
     TaskStatus,
-    ValidationError,
 )
 from jobnik_sdk.testing import FakeJobnik
 
@@ -61,7 +61,7 @@ async def test_heartbeat_many_answers_each_lease_on_its_own(surface: Surface) ->
     )
     assert (aborted.ok, aborted.cancel_requested) == (True, True)
 
-    with pytest.raises(ValidationError):
+    with pytest.raises(JobnikValidationError):
         await surface.heartbeat_many([])
 
 
@@ -82,5 +82,5 @@ async def test_a_claim_that_waits_is_answered_when_work_becomes_ready(surface: S
     assert task.lease_id is not None
     assert (await surface.get_job(job.id)).status is JobStatus.IN_PROGRESS
 
-    with pytest.raises(ValidationError):
+    with pytest.raises(JobnikValidationError):
         await surface.claim(kind, wait=timedelta(seconds=61))

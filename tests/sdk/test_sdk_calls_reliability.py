@@ -14,6 +14,7 @@ from jobnik_sdk import (
     ConflictError,
     IllegalTransitionError,
     JobnikClient,
+    JobnikValidationError,
     JobStatus,
     LeaseLostError,
     NewStage,
@@ -23,7 +24,6 @@ from jobnik_sdk import (
     TaskReport,
     TaskRetryPolicy,
     TaskStatus,
-    ValidationError,
 )
 from jobnik_sdk.testing import FakeJobnik
 
@@ -219,9 +219,9 @@ async def test_batch_claim_and_batch_report(surface: Surface) -> None:
     assert (outcomes[2].task.status, outcomes[2].task.reason) == (TaskStatus.FAILED, "no")
     assert (await surface.get_task(first[1].id)).status is TaskStatus.IN_PROGRESS
 
-    with pytest.raises(ValidationError):
+    with pytest.raises(JobnikValidationError):
         await surface.claim([a], limit=0)
-    with pytest.raises(ValidationError):
+    with pytest.raises(JobnikValidationError):
         await surface.claim([a], lease=timedelta(days=8))
 
 

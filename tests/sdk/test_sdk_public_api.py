@@ -66,3 +66,22 @@ def test_the_package_is_typed() -> None:
     from importlib.resources import files
 
     assert files("jobnik_sdk").joinpath("py.typed").is_file()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Heartbeat", "HeartbeatAnswer"),
+        ("RetryPolicy", "RequestRetryPolicy"),
+        ("TransportError", "JobnikTransportError"),
+        ("ValidationError", "JobnikValidationError"),
+    ],
+)
+def test_renamed_classes_answer_to_their_old_names_with_a_warning(old: str, new: str) -> None:
+    with pytest.warns(DeprecationWarning, match=f"use jobnik_sdk.{new}"):
+        assert getattr(jobnik_sdk, old) is getattr(jobnik_sdk, new)
+    with pytest.warns(DeprecationWarning):
+        exec(f"from jobnik_sdk import {old}", {})
+    assert old not in jobnik_sdk.__all__
+    with pytest.raises(AttributeError):
+        _ = jobnik_sdk.NoSuchName  # type: ignore[attr-defined]

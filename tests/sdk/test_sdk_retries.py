@@ -20,14 +20,14 @@ from jobnik_sdk import (
     Backoff,
     ConflictError,
     JobnikClient,
+    JobnikTransportError,
+    JobnikValidationError,
     LeaseLostError,
     NewStage,
     NewTask,
     NotFoundError,
-    RetryPolicy,
+    RequestRetryPolicy,
     TaskReport,
-    TransportError,
-    ValidationError,
 )
 from jobnik_sdk._retry import Replay, replay_for, should_retry
 
@@ -62,7 +62,7 @@ TASK = {
     "creationTime": NOW,
     "updateTime": NOW,
 }
-FAST = RetryPolicy(
+FAST = RequestRetryPolicy(
     max_attempts=4,
     backoff=Backoff(initial=timedelta(milliseconds=1), maximum=timedelta(milliseconds=5)),
 )
@@ -117,7 +117,10 @@ class FailFirst(httpx.AsyncBaseTransport):
 
 
 def client_for(
-    transport: httpx.AsyncBaseTransport, *, retry: RetryPolicy = FAST, auto_keys: bool = False
+    transport: httpx.AsyncBaseTransport,
+    *,
+    retry: RequestRetryPolicy = FAST,
+    auto_keys: bool = False,
 ) -> JobnikClient:
     return JobnikClient(
         "http://scripted", transport=transport, retry=retry, auto_idempotency_keys=auto_keys
@@ -172,7 +175,7 @@ async def test_a_400_is_not_retried_even_on_a_post_with_a_key() -> None:
         [400, 503], JOB, error={"message": "name: too short", "code": "VALIDATION_ERROR"}
     )
     async with client_for(on(server)) as client:
-        with pytest.raises(ValidationError) as failed:
+        with pytest.raises(JobnikValidationError) as failed:
             await client.create_job("x", idempotency_key="k")
     assert (failed.value.code, failed.value.message) == ("VALIDATION_ERROR", "name: too short")
     assert server.count == 1
@@ -286,7 +289,7 @@ async def test_dequeue_is_not_retried_after_a_read_timeout() -> None:
     server = ScriptedManager([], TASK)
     transport = FailFirst(on(server), httpx.ReadTimeout, times=1)
     async with client_for(transport) as client:
-        with pytest.raises(TransportError) as failed:
+        with pytest.raises(JobnikTransportError) as failed:
             await client.dequeue("tiles")
     assert isinstance(failed.value.__cause__, httpx.ReadTimeout)
     assert transport.raised == 1 and server.count == 0
@@ -309,7 +312,7 @@ async def test_a_post_without_a_key_is_retried_on_connect_errors_only() -> None:
     assert server.count == 1
     timeout = FailFirst(on(server), httpx.ReadTimeout, times=1)
     async with client_for(timeout) as client:
-        with pytest.raises(TransportError):
+        with pytest.raises(JobnikTransportError):
             await client.create_job("read-timeout")
     assert server.count == 1
 
@@ -323,12 +326,12 @@ async def test_idempotent_calls_are_retried_after_timeouts() -> None:
 
 
 async def test_an_unreachable_manager_raises_transport_error() -> None:
-    retry = RetryPolicy(
+    retry = RequestRetryPolicy(
         max_attempts=2,
         backoff=Backoff(initial=timedelta(milliseconds=1), maximum=timedelta(milliseconds=1)),
     )
     async with JobnikClient(f"http://127.0.0.1:{free_port()}", retry=retry) as client:
-        with pytest.raises(TransportError) as failed:
+        with pytest.raises(JobnikTransportError) as failed:
             await client.get_job(uuid.uuid4())
     assert isinstance(failed.value.__cause__, httpx.ConnectError)
 
@@ -338,7 +341,7 @@ async def test_an_error_body_that_is_not_json_still_maps() -> None:
         await send({"type": "http.response.start", "status": 502, "headers": []})
         await send({"type": "http.response.body", "body": b"<html>bad gateway</html>"})
 
-    no_retry = RetryPolicy(max_attempts=1)
+    no_retry = RequestRetryPolicy(max_attempts=1)
     async with client_for(httpx.ASGITransport(app=proxy), retry=no_retry) as client:
         with pytest.raises(ApiError) as failed:
             await client.get_job(uuid.uuid4())
@@ -417,4 +420,4 @@ def test_backoff_grows_with_jitter_up_to_its_maximum() -> None:
     with pytest.raises(ValueError):
         Backoff(initial=timedelta(seconds=2), maximum=timedelta(seconds=1))
     with pytest.raises(ValueError):
-        RetryPolicy(max_attempts=0)
+        RequestRetryPolicy(max_attempts=0)

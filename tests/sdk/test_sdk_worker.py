@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from jobnik_sdk import (
     Backoff,
     JobnikClient,
+    JobnikTransportError,
     JobStatus,
     NewStage,
     NewTask,
@@ -27,7 +28,6 @@ from jobnik_sdk import (
     Task,
     TaskContext,
     TaskStatus,
-    TransportError,
     Worker,
 )
 from jobnik_sdk._attempt import SHUTDOWN_REASON
@@ -312,7 +312,7 @@ async def test_short_tasks_are_claimed_ahead_of_the_free_slots() -> None:
 
 
 class UnreliableFake(FakeJobnik):
-    """Claims and reports fail a few times with TransportError before working."""
+    """Claims and reports fail a few times with JobnikTransportError before working."""
 
     def __init__(self, claim_failures: int, report_failures: int) -> None:
         super().__init__()
@@ -321,13 +321,13 @@ class UnreliableFake(FakeJobnik):
     async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
         if self.claim_failures:
             self.claim_failures -= 1
-            raise TransportError("manager unreachable")
+            raise JobnikTransportError("manager unreachable")
         return await super().claim(stage_types, **options)
 
     async def report_many(self, reports: Any, **options: Any) -> list[ReportOutcome]:
         if self.report_failures:
             self.report_failures -= 1
-            raise TransportError("manager unreachable")
+            raise JobnikTransportError("manager unreachable")
         return await super().report_many(reports, **options)
 
 

@@ -16,6 +16,8 @@ from jobnik_sdk import (
     ApiError,
     Backoff,
     Job,
+    JobnikTransportError,
+    JobnikValidationError,
     JobStatus,
     NewStage,
     NewTask,
@@ -23,8 +25,6 @@ from jobnik_sdk import (
     Task,
     TaskContext,
     TaskStatus,
-    TransportError,
-    ValidationError,
     Worker,
 )
 from jobnik_sdk._worker import NOT_STARTED_REASON
@@ -75,7 +75,7 @@ class NoContextFake(CountingFake):
 
     async def claim_with_context(self, stage_types: Any, **options: Any) -> Any:
         self.calls["claim_with_context"] += 1
-        raise ValidationError(
+        raise JobnikValidationError(
             "withContext: Extra inputs are not permitted",
             status_code=400,
             code="VALIDATION_ERROR",
@@ -204,7 +204,7 @@ class ReportsUnreachable(FakeJobnik):
 
     async def report_many(self, reports: Any, **options: Any) -> Any:
         self.tries += 1
-        raise TransportError("manager unreachable")
+        raise JobnikTransportError("manager unreachable")
 
 
 async def test_a_report_that_cannot_get_through_is_given_up_not_turned_into_a_failure(
@@ -237,7 +237,7 @@ class WithoutLongPolls(NoContextFake):
     async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
         if options.get("wait") is not None:
             self.calls["refused"] += 1
-            raise ValidationError(
+            raise JobnikValidationError(
                 "waitSeconds: Extra inputs are not permitted",
                 status_code=400,
                 code="VALIDATION_ERROR",

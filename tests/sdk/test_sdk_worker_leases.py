@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from jobnik_sdk import (
     HeartbeatOutcome,
     JobnikClient,
+    JobnikTransportError,
     JobStatus,
     NewStage,
     NewTask,
@@ -27,7 +28,6 @@ from jobnik_sdk import (
     TaskHeartbeat,
     TaskReport,
     TaskStatus,
-    TransportError,
     Worker,
 )
 from jobnik_sdk.testing import FakeJobnik
@@ -60,13 +60,13 @@ class Spy:
     ) -> list[HeartbeatOutcome]:
         self.beats.extend(heartbeats)
         if time.monotonic() < self.unreachable_until:
-            raise TransportError("scripted outage")
+            raise JobnikTransportError("scripted outage")
         return await self.inner.heartbeat_many(heartbeats, **options)
 
     async def heartbeat(self, task_id: Any, lease_id: Any, **options: Any) -> Any:
         # What a worker falls back to against a manager without batch heartbeats.
         if time.monotonic() < self.unreachable_until:
-            raise TransportError("scripted outage")
+            raise JobnikTransportError("scripted outage")
         return await self.inner.heartbeat(task_id, lease_id, **options)
 
     async def report_many(

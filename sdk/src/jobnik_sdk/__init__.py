@@ -10,6 +10,9 @@
 `jobnik_sdk.testing` has an in-memory fake manager for unit tests.
 """
 
+import typing
+import warnings
+
 from ._backoff import Backoff
 from ._client import JobnikClient
 from ._consumer import ClaimedTasks, ConsumerClient
@@ -19,12 +22,12 @@ from ._exceptions import (
     ConflictError,
     IllegalTransitionError,
     JobnikError,
+    JobnikTransportError,
+    JobnikValidationError,
     LeaseLostError,
     NonRetryableError,
     NotFoundError,
     RetryLaterError,
-    TransportError,
-    ValidationError,
     WaitTimeoutError,
 )
 from ._handler import Handler
@@ -44,14 +47,14 @@ from ._models import (
     TaskStatus,
 )
 from ._reports import (
-    Heartbeat,
+    HeartbeatAnswer,
     HeartbeatOutcome,
     ReportError,
     ReportOutcome,
     TaskHeartbeat,
     TaskReport,
 )
-from ._retry import RetryPolicy
+from ._retry import RequestRetryPolicy
 from ._version import __version__
 from ._worker import Worker
 
@@ -63,13 +66,15 @@ __all__ = [
     "ConsumerClient",
     "Event",
     "Handler",
-    "Heartbeat",
+    "HeartbeatAnswer",
     "HeartbeatOutcome",
     "IllegalTransitionError",
     "Job",
     "JobStatus",
     "JobnikClient",
     "JobnikError",
+    "JobnikTransportError",
+    "JobnikValidationError",
     "LeaseLostError",
     "NewStage",
     "NewTask",
@@ -79,8 +84,8 @@ __all__ = [
     "Priority",
     "ReportError",
     "ReportOutcome",
+    "RequestRetryPolicy",
     "RetryLaterError",
-    "RetryPolicy",
     "Stage",
     "StageStatus",
     "Summary",
@@ -90,9 +95,35 @@ __all__ = [
     "TaskReport",
     "TaskRetryPolicy",
     "TaskStatus",
-    "TransportError",
-    "ValidationError",
     "WaitTimeoutError",
     "Worker",
     "__version__",
 ]
+
+# Old names, kept for one release: each was also the name of another library's class
+# (httpx's TransportError, pydantic's ValidationError) or of the manager's own.
+_DEPRECATED = {
+    "Heartbeat": "HeartbeatAnswer",
+    "RetryPolicy": "RequestRetryPolicy",
+    "TransportError": "JobnikTransportError",
+    "ValidationError": "JobnikValidationError",
+}
+
+if typing.TYPE_CHECKING:  # what the old names are, for type checkers
+    Heartbeat = HeartbeatAnswer
+    RetryPolicy = RequestRetryPolicy
+    TransportError = JobnikTransportError
+    ValidationError = JobnikValidationError
+
+
+def __getattr__(name: str) -> object:
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"jobnik_sdk.{name} is deprecated and will be removed in the next release; "
+        f"use jobnik_sdk.{new}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]

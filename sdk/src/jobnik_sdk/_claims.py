@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from ._consumer import ConsumerClient
-from ._exceptions import ApiError, TransportError, ValidationError
+from ._exceptions import ApiError, JobnikTransportError, JobnikValidationError
 from ._models import Job, Stage, Task
 
 # What one batch claim may ask for, by the manager's limits.
@@ -65,7 +65,7 @@ class Claimer:
             group = self._groups[index]
             try:
                 tasks = await self._claim(group, limit, self._wait if wait else None)
-            except (TransportError, ApiError) as exc:
+            except (JobnikTransportError, ApiError) as exc:
                 self._log.warning("claiming %s tasks failed: %s", group, exc)
                 continue
             if tasks:
@@ -79,7 +79,7 @@ class Claimer:
         while True:
             try:
                 return await self._ask(group, limit, wait)
-            except ValidationError:
+            except JobnikValidationError:
                 if self._with_context:
                     self._with_context = False
                     self._log.info(

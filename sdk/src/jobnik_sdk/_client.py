@@ -11,7 +11,7 @@ import httpx
 from ._consumer import ConsumerCalls
 from ._http import DEFAULT_LIMITS, Http
 from ._producer import ProducerCalls
-from ._retry import RetryPolicy
+from ._retry import RequestRetryPolicy
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -21,7 +21,7 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
 
     Use it as `async with JobnikClient(url) as client: ...`, or call `aclose()`.
 
-    Failed requests are retried by `retry` (see RetryPolicy for which). `transport`
+    Failed requests are retried by `retry` (see RequestRetryPolicy for which). `transport`
     replaces the network, e.g. `httpx.ASGITransport(app=...)` to run a manager app
     in-process in tests. With `auto_idempotency_keys` (the default), each create call
     carries a fresh `Idempotency-Key`, the same on each of its retries, which makes it
@@ -37,7 +37,7 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
         base_url: str = DEFAULT_URL,
         *,
         timeout: timedelta = timedelta(seconds=30),
-        retry: RetryPolicy | None = None,
+        retry: RequestRetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
         auto_idempotency_keys: bool = True,
@@ -47,7 +47,7 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
             base_url,
             transport=transport,
             timeout=timeout,
-            retry=retry or RetryPolicy(),
+            retry=retry or RequestRetryPolicy(),
             headers=headers,
             auto_idempotency_keys=auto_idempotency_keys,
             limits=limits or DEFAULT_LIMITS,

@@ -13,7 +13,7 @@ from ._exceptions import NotFoundError
 from ._http import Http
 from ._models import EntityId, Job, Stage, Task, _Wire, seconds
 from ._reports import (
-    Heartbeat,
+    HeartbeatAnswer,
     HeartbeatOutcome,
     ReportError,
     ReportOutcome,
@@ -110,8 +110,8 @@ class ConsumerCalls:
         `wait` (up to 60 seconds) makes the claim a long poll: when nothing is ready,
         the manager holds the call for up to that long and answers as soon as tasks of
         these types become ready. A manager without long polls refuses it
-        (ValidationError). `lease` and `worker` as for `dequeue`, and like it never sent
-        twice once it may have reached the manager.
+        (JobnikValidationError). `lease` and `worker` as for `dequeue`, and like it never
+        sent twice once it may have reached the manager.
         """
         body = _claim_body(stage_types, limit, lease, worker, wait)
         response = await self._http.request(
@@ -130,7 +130,7 @@ class ConsumerCalls:
     ) -> ClaimedTasks:
         """As `claim`, with the claimed tasks' stages and jobs in the same answer, so
         that running them needs no further reads. A manager that cannot answer with
-        them refuses the call (ValidationError), and nothing is claimed."""
+        them refuses the call (JobnikValidationError), and nothing is claimed."""
         body = _claim_body(stage_types, limit, lease, worker, wait)
         body["withContext"] = True
         response = await self._http.request(
@@ -145,7 +145,7 @@ class ConsumerCalls:
         *,
         progress: int | None = None,
         lease: timedelta | None = None,
-    ) -> Heartbeat:
+    ) -> HeartbeatAnswer:
         """Extend the task's lease by `lease` (by default, the length it was taken for),
         and record `progress` (0 to 100) on the task.
 
@@ -160,7 +160,7 @@ class ConsumerCalls:
         response = await self._http.request(
             "POST", f"/v1/tasks/{task_id}/heartbeat", json=body, repeatable=True
         )
-        return Heartbeat.model_validate(response.json())
+        return HeartbeatAnswer.model_validate(response.json())
 
     async def heartbeat_many(
         self, heartbeats: Sequence[TaskHeartbeat], *, lease: timedelta | None = None
@@ -300,7 +300,7 @@ class ConsumerClient(Protocol):
         *,
         progress: int | None = None,
         lease: timedelta | None = None,
-    ) -> Heartbeat:
+    ) -> HeartbeatAnswer:
         """Extend the task's lease; learn whether it was aborted."""
         ...
 

@@ -1,17 +1,21 @@
 """Errors raised by the SDK, and the ones a handler raises to steer its task's retries.
 
 JobnikError
-├── TransportError               the manager was not reached, or did not answer in time
-├── ApiError                     the manager answered with an error: status_code, code, message
-│   ├── NotFoundError            404: JOB_NOT_FOUND, STAGE_NOT_FOUND, TASK_NOT_FOUND, ...
-│   ├── ValidationError          400 VALIDATION_ERROR: the request itself was malformed
-│   ├── IllegalTransitionError   400 ILLEGAL_*: not allowed in the entity's current status
-│   └── ConflictError            409: IDEMPOTENCY_KEY_REUSED, ...: the entity's state forbids it
-│       └── LeaseLostError       409 LEASE_LOST: the claim expired, or the task moved on
-├── WaitTimeoutError             wait() gave up before the job finished (also a TimeoutError)
-├── NonRetryableError            raised by a handler: fail the task now, whatever attempts remain
-└── RetryLaterError              raised by a handler: offer the task again after `delay`,
-                                 without spending an attempt
+├── JobnikTransportError           the manager was not reached, or did not answer in time
+├── ApiError                       the manager answered with an error: status_code, code, message
+│   ├── NotFoundError              404: JOB_NOT_FOUND, STAGE_NOT_FOUND, TASK_NOT_FOUND, ...
+│   ├── JobnikValidationError      400 VALIDATION_ERROR: the request itself was malformed
+│   ├── IllegalTransitionError     400 ILLEGAL_*: not allowed in the entity's current status
+│   └── ConflictError              409: IDEMPOTENCY_KEY_REUSED, ...: the entity's state forbids it
+│       └── LeaseLostError         409 LEASE_LOST: the claim expired, or the task moved on
+├── WaitTimeoutError               wait() gave up before the job finished (also a TimeoutError)
+├── NonRetryableError              raised by a handler: fail the task now, whatever attempts remain
+└── RetryLaterError                raised by a handler: offer the task again after `delay`,
+                                   without spending an attempt
+
+`JobnikTransportError` and `JobnikValidationError` were named `TransportError` and
+`ValidationError`, as httpx and pydantic name errors of their own; `jobnik_sdk` answers
+the old names, with a DeprecationWarning, until its next release.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ class JobnikError(Exception):
     """Root of every error the SDK raises."""
 
 
-class TransportError(JobnikError):
+class JobnikTransportError(JobnikError):
     """The manager could not be reached or did not answer in time, after any retries.
 
     The original httpx error is chained as `__cause__`.
@@ -47,7 +51,7 @@ class NotFoundError(ApiError):
     """404: the job, stage or task does not exist (or, on dequeue, no task is ready)."""
 
 
-class ValidationError(ApiError):
+class JobnikValidationError(ApiError):
     """400 VALIDATION_ERROR: the manager refused the request as malformed."""
 
 
@@ -112,7 +116,7 @@ def error_for(status_code: int, code: str, message: str) -> ApiError:
     elif code.startswith("ILLEGAL_"):
         cls = IllegalTransitionError
     elif status_code == 400 and code == "VALIDATION_ERROR":
-        cls = ValidationError
+        cls = JobnikValidationError
     else:
         cls = ApiError
     return cls(message, status_code=status_code, code=code)

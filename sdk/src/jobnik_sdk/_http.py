@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
-from ._exceptions import TransportError, api_error
-from ._retry import RetryPolicy, replay_for, send_with_retries
+from ._exceptions import JobnikTransportError, api_error
+from ._retry import RequestRetryPolicy, replay_for, send_with_retries
 from ._version import __version__
 
 ParamValue = str | int | float | bool | datetime | uuid.UUID | Enum | None
@@ -35,7 +35,7 @@ class Http:
         *,
         transport: httpx.AsyncBaseTransport | None,
         timeout: timedelta,
-        retry: RetryPolicy,
+        retry: RequestRetryPolicy,
         headers: Mapping[str, str] | None,
         auto_idempotency_keys: bool,
         limits: httpx.Limits = DEFAULT_LIMITS,
@@ -79,8 +79,9 @@ class Http:
 
         `idempotency_key` is sent as the `Idempotency-Key` header of every try of this
         call. `held_for` is how long the manager may hold the call on purpose (a long
-        poll); it is added to the read timeout. Raises TransportError when the manager
-        was not reached, ApiError (or a subclass) when it answered with an error status.
+        poll); it is added to the read timeout. Raises JobnikTransportError when the
+        manager was not reached, ApiError (or a subclass) when it answered with an error
+        status.
         """
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         query = _query(params) if params else None
@@ -102,7 +103,7 @@ class Http:
         try:
             response = await send_with_retries(send, replay=replay, policy=self._retry)
         except httpx.TransportError as exc:
-            raise TransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            raise JobnikTransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         if response.is_error:
             raise api_error(response)
         return response

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from ._attempt import Attempt
 from ._consumer import ConsumerClient
-from ._exceptions import ApiError, TransportError
+from ._exceptions import ApiError, JobnikTransportError
 from ._reports import HeartbeatOutcome, ReportError, TaskHeartbeat
 
 # What one batch heartbeat may carry, by the manager's limits.
@@ -105,7 +105,7 @@ class LeaseKeeper:
         ]
         try:
             answers = await self._renew(beats)
-        except (TransportError, ApiError) as exc:
+        except (JobnikTransportError, ApiError) as exc:
             self._log.warning("heartbeat of %d task(s) failed: %s", len(beats), exc)
             return
         by_task = {answer.task_id: answer for answer in answers}
@@ -157,7 +157,7 @@ class LeaseKeeper:
         except ApiError as exc:
             error = ReportError(message=exc.message, code=exc.code)
             return HeartbeatOutcome(task_id=beat.task_id, error=error)
-        except TransportError as exc:
+        except JobnikTransportError as exc:
             self._log.warning("heartbeat of task %s failed: %s", beat.task_id, exc)
             return None
         return HeartbeatOutcome(

@@ -16,7 +16,7 @@ from datetime import timedelta
 from ._attempt import Outcome, bad_result
 from ._backoff import Backoff
 from ._consumer import ConsumerClient
-from ._exceptions import ApiError, TransportError
+from ._exceptions import ApiError, JobnikTransportError
 from ._models import Task
 from ._reports import TaskReport
 
@@ -172,7 +172,7 @@ class Reporter:
             answers = await self._client.report_many(
                 [item.report for item in batch], with_tasks=False
             )
-        except (TransportError, ApiError) as exc:
+        except (JobnikTransportError, ApiError) as exc:
             if isinstance(exc, ApiError) and exc.status_code < 500:
                 self._refused_batch(batch, exc)
             else:
@@ -234,7 +234,7 @@ class Reporter:
             )
         item.finish()
 
-    async def _retry(self, batch: list[_Pending], exc: TransportError | ApiError) -> None:
+    async def _retry(self, batch: list[_Pending], exc: JobnikTransportError | ApiError) -> None:
         self._failures += 1
         now = time.monotonic()
         kept: list[_Pending] = []

@@ -14,7 +14,7 @@ MAX_REASON = 2000
 _REPORTED = (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED)
 
 
-class Heartbeat(_Wire):
+class HeartbeatAnswer(_Wire):
     """The manager's answer to a heartbeat.
 
     `cancel_requested` is True once the task was aborted (its job was): stop the work
@@ -162,8 +162,8 @@ class TaskHeartbeat(_Wire):
 
 
 class HeartbeatOutcome(_Wire):
-    """The answer to one heartbeat of a batch: the renewed lease (as `Heartbeat` has
-    it), or the error, e.g. LEASE_LOST or TASK_NOT_FOUND."""
+    """The answer to one heartbeat of a batch: the renewed lease (as `HeartbeatAnswer`
+    has it), or the error, e.g. LEASE_LOST or TASK_NOT_FOUND."""
 
     task_id: uuid.UUID
     lease_expires_at: datetime | None = None

@@ -42,7 +42,7 @@ def _default_backoff() -> Backoff:
 
 
 @dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class RequestRetryPolicy:
     """How often and how patiently a failed request is sent again.
 
     `max_attempts` counts the first try; 1 turns retries off. Which failures are
@@ -90,7 +90,7 @@ def should_retry(
 
 
 async def send_with_retries(
-    send: Callable[[], Awaitable[httpx.Response]], *, replay: Replay, policy: RetryPolicy
+    send: Callable[[], Awaitable[httpx.Response]], *, replay: Replay, policy: RequestRetryPolicy
 ) -> httpx.Response:
     """Run `send` until it answers with something final or the attempts are spent.
 
@@ -116,7 +116,7 @@ async def send_with_retries(
 
 
 async def _send_again(
-    send: Callable[[], Awaitable[httpx.Response]], *, replay: Replay, policy: RetryPolicy
+    send: Callable[[], Awaitable[httpx.Response]], *, replay: Replay, policy: RequestRetryPolicy
 ) -> httpx.Response:
     """The tries after the first, numbered from 2 in the log and the backoff."""
 

@@ -12,7 +12,7 @@ from .._consumer import ClaimedTasks
 from .._exceptions import ApiError
 from .._models import EntityId, Task
 from .._reports import (
-    Heartbeat,
+    HeartbeatAnswer,
     HeartbeatOutcome,
     ReportError,
     ReportOutcome,
@@ -82,7 +82,7 @@ class FakeConsumerCalls:
         *,
         progress: int | None = None,
         lease: timedelta | None = None,
-    ) -> Heartbeat:
+    ) -> HeartbeatAnswer:
         """As JobnikClient.heartbeat."""
         return self.state.heartbeat(task_id, lease_id, progress=progress, lease=lease)
 

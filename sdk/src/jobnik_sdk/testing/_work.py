@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from .._models import EntityId, JobStatus, StageStatus, TaskStatus
-from .._reports import MAX_REASON, Heartbeat, TaskReport
+from .._reports import MAX_REASON, HeartbeatAnswer, TaskReport
 from ._rows import PRIORITY_RANK, TaskRow, illegal, invalid, lease_lost, parse_id
 from ._state import CLAIMABLE_TASK, Rules
 
@@ -95,7 +95,7 @@ class State(Rules):
         *,
         progress: int | None,
         lease: timedelta | None,
-    ) -> Heartbeat:
+    ) -> HeartbeatAnswer:
         offered = parse_id(lease_id)
         if progress is not None and not 0 <= progress <= 100:
             raise invalid("progress: Input should be between 0 and 100")
@@ -104,7 +104,7 @@ class State(Rules):
         job_status = self.jobs[task.job_id].status
         at = self.now()
         if task.status is TaskStatus.ABORTED and task.lease_id == offered:
-            return Heartbeat(
+            return HeartbeatAnswer(
                 lease_expires_at=task.lease_expires_at or at,
                 cancel_requested=True,
                 job_status=job_status,
@@ -117,7 +117,7 @@ class State(Rules):
         task.lease_expires_at = at + timedelta(seconds=seconds)
         if progress is not None:
             task.progress = progress
-        return Heartbeat(
+        return HeartbeatAnswer(
             lease_expires_at=task.lease_expires_at, cancel_requested=False, job_status=job_status
         )
 
