@@ -9,6 +9,7 @@ from sqlalchemy import delete, select
 
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import OutboxMessage
+from jobnik_manager.dispatch.outbox import Outbox
 
 from ..conftest import app_client
 from ..support.api import Api, unique
@@ -28,9 +29,8 @@ def keys(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
 
 
 async def test_a_job_run_announces_readiness_and_lifecycle(db: Database) -> None:
-    db.outbox = True
     one, two = unique("one"), unique("two")
-    async with app_client(db) as c:
+    async with app_client(db.with_hooks(Outbox())) as c:
         api = Api(c)
         job = await api.create_job()
         s1 = await api.create_stage(job["id"], one)
@@ -61,10 +61,8 @@ async def test_a_job_run_announces_readiness_and_lifecycle(db: Database) -> None
             **moved,
             "time": job_start["time"],
         }
-        assert list(stage_start) == ["entity", "jobId", "fromStatus", "toStatus", "time"] + [
-            "stageId",
-            "stageType",
-        ]
+        order = ["entity", "jobId", "fromStatus", "toStatus", "time", "stageId", "stageType"]
+        assert list(stage_start) == order
         assert datetime.fromisoformat(stage_start["time"]).tzinfo is not None
         await api.run_one(one)
         done = await drain(db)
@@ -86,9 +84,8 @@ async def test_a_job_run_announces_readiness_and_lifecycle(db: Database) -> None
 
 
 async def test_a_retry_and_a_resume_wake_workers_again(db: Database) -> None:
-    db.outbox = True
     kind = unique("again")
-    async with app_client(db) as c:
+    async with app_client(db.with_hooks(Outbox())) as c:
         api = Api(c)
         job = await api.create_job()
         stage = await api.create_stage(job["id"], kind)

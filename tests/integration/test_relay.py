@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import OutboxMessage
+from jobnik_manager.dispatch.outbox import Outbox
 from jobnik_manager.dispatch.relay import EXCHANGE, Relay, declare_exchange
 
 from ..conftest import app_client
@@ -22,9 +23,13 @@ from ..support.api import Api, unique
 
 
 @pytest.fixture
-async def relay(pg_db: Database, amqp_url: str) -> AsyncIterator[Relay]:
-    pg_db.outbox = True
-    relay = Relay(pg_db, amqp_url)
+def outbox() -> Outbox:
+    return Outbox()
+
+
+@pytest.fixture
+async def relay(pg_db: Database, amqp_url: str, outbox: Outbox) -> AsyncIterator[Relay]:
+    relay = Relay(pg_db, amqp_url, outbox=outbox)
     running = asyncio.create_task(relay.run())
     yield relay
     running.cancel()
@@ -38,7 +43,7 @@ async def outbox_size(db: Database) -> int:
 
 
 async def test_a_consumer_hears_stage_waiting_once_and_job_completed(
-    relay: Relay, pg_db: Database, amqp_url: str
+    relay: Relay, outbox: Outbox, pg_db: Database, amqp_url: str
 ) -> None:
     connection = await aio_pika.connect(amqp_url)
     async with connection:
@@ -60,7 +65,7 @@ async def test_a_consumer_hears_stage_waiting_once_and_job_completed(
 
         await queue.consume(on_message)
 
-        async with app_client(pg_db) as c:
+        async with app_client(pg_db.with_hooks(outbox)) as c:
             api = Api(c)
             first, second = unique("first"), unique("approve")
             job = await api.create_job()

@@ -14,20 +14,20 @@ from .api.errors import install_error_handlers
 from .api.fast_lane import FastLane
 from .api.routes import health, jobs, stages, tasks
 from .db.engine import Database
+from .dispatch.outbox import Outbox
 from .dispatch.relay import Relay
-from .dispatch.wakeups import ReadyWaiters, announce, listen
+from .dispatch.wakeups import ReadyWaiters, listen
 from .maintenance.loop import run_maintenance
 from .settings import Settings
 
 
 def create_app(settings: Settings | None = None, *, database: Database | None = None) -> FastAPI:
     settings = settings or Settings()
-    db = database or Database(settings.database_url, pool_size=settings.db_pool_size)
-    if settings.amqp_url:
-        db.outbox = True  # changes write outbox rows from now on
     waiters = ReadyWaiters()
-    db.before_commit.append(announce)
-    db.after_commit.append(waiters.after_commit)
+    # With a broker, changes write outbox rows for the relay to publish.
+    outbox = Outbox() if settings.amqp_url else None
+    given = database or Database(settings.database_url, pool_size=settings.db_pool_size)
+    db = given.with_hooks(waiters, *([outbox] if outbox else []))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -37,7 +37,7 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         if not db.is_sqlite:
             loops.append(asyncio.create_task(listen(db.url, waiters)))
         if settings.amqp_url:
-            relay = Relay(db, settings.amqp_url, poll=settings.relay_poll)
+            relay = Relay(db, settings.amqp_url, outbox=outbox, poll=settings.relay_poll)
             loops.append(asyncio.create_task(relay.run()))
         try:
             yield

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import event, text
@@ -29,11 +30,6 @@ T = TypeVar("T")
 # SQLSTATEs after which PostgreSQL asks the client to run the transaction again.
 _RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 _MAX_TX_ATTEMPTS = 5
-
-# Session.info keys: whether this database keeps an outbox, and whether a transaction
-# wrote to it (so the relay can be woken at once after the commit).
-OUTBOX_ON = "outbox"
-OUTBOX_WRITTEN = "outbox_written"
 
 
 def is_sqlite(url: str) -> bool:
@@ -74,10 +70,32 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+def make_sessionmaker(
+    engine: AsyncEngine, info: Mapping[str, Any] | None = None
+) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(
-        engine, expire_on_commit=False, autoflush=False, sync_session_class=DeferringSession
+        engine,
+        expire_on_commit=False,
+        autoflush=False,
+        sync_session_class=DeferringSession,
+        info=dict(info or {}),
     )
+
+
+class TransactionHook(Protocol):
+    """What a layer above runs with every transaction of a `Database`.
+
+    `info` is copied into each transaction's `Session.info` as it starts (and is in
+    `Database.info` for work done outside a transaction); `before_commit` runs inside the
+    transaction once its work is done; `after_commit` is given the session's info once
+    the commit succeeded."""
+
+    @property
+    def info(self) -> Mapping[str, Any]: ...
+
+    async def before_commit(self, s: AsyncSession) -> None: ...
+
+    def after_commit(self, info: Mapping[str, Any]) -> None: ...
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -113,19 +131,27 @@ async def _retried(run: Callable[[], Awaitable[T]]) -> T:
 class Database:
     """Owns the engine; runs each use case in one transaction, retried on deadlock."""
 
-    def __init__(self, url: str, *, pool_size: int = 10, outbox: bool = False) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = 10, hooks: Sequence[TransactionHook] = ()
+    ) -> None:
         self.url = url
         self.engine = make_engine(url, pool_size=pool_size)
         self._pool_size = pool_size
         self._direct_pools: dict[bool, asyncpg.Pool] = {}  # by durability
         self._direct_pool_opening = asyncio.Lock()
-        self.sessions = make_sessionmaker(self.engine)
-        self.outbox = outbox
-        self.outbox_written = asyncio.Event()
-        # Hooks of the layers above: run at the end of every transaction, before its
-        # commit (inside it), and after a successful commit with the session's info.
-        self.before_commit: list[Callable[[AsyncSession], Awaitable[None]]] = []
-        self.after_commit: list[Callable[[dict[str, Any]], None]] = []
+        self._set_hooks(tuple(hooks))
+
+    def _set_hooks(self, hooks: tuple[TransactionHook, ...]) -> None:
+        self.hooks = hooks
+        self.info: Mapping[str, Any] = {k: v for hook in hooks for k, v in hook.info.items()}
+        self.sessions = make_sessionmaker(self.engine, self.info)
+
+    def with_hooks(self, *hooks: TransactionHook) -> Database:
+        """This database with more hooks: the same engine and pools (disposing either
+        disposes both), this one left as it is."""
+        view = copy.copy(self)
+        view._set_hooks((*self.hooks, *hooks))
+        return view
 
     @property
     def is_sqlite(self) -> bool:
@@ -140,18 +166,20 @@ class Database:
 
         async def once() -> T:
             async with self.sessions() as session:
-                session.info[OUTBOX_ON] = self.outbox
                 async with session.begin():
                     result = await work(session)
-                    for hook in self.before_commit:
-                        await hook(session)
-                if session.info.get(OUTBOX_WRITTEN):
-                    self.outbox_written.set()
-                for done in self.after_commit:
-                    done(session.info)
+                    for hook in self.hooks:
+                        await hook.before_commit(session)
+                self.committed(session.info)
                 return result
 
         return await _retried(once)
+
+    def committed(self, info: Mapping[str, Any]) -> None:
+        """Run the after-commit hooks: for a transaction, and for work committed outside
+        one (a direct statement) with the info its caller gathered."""
+        for hook in self.hooks:
+            hook.after_commit(info)
 
     async def direct(
         self, statement: DirectStatement, params: Mapping[str, Any], *, durable: bool = True
@@ -225,6 +253,8 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
-        pools, self._direct_pools = self._direct_pools, {}
-        for pool in pools.values():
+        # Emptied in place: a view from `with_hooks` shares the dict.
+        pools = list(self._direct_pools.values())
+        self._direct_pools.clear()
+        for pool in pools:
             await pool.close()

@@ -1,9 +1,10 @@
 """PostgreSQL: what follows a claim, each a single statement run on its own.
 
 A stage's first claim starts the stage and its job (PENDING -> IN_PROGRESS), with their
-events and lifecycle messages; a claim that asks for its context reads the claimed
-tasks' stages and jobs. Through the ORM these were five round trips and as many
-statements' worth of Python between the claim and its answer; here each is one.
+events and, when announcing (`domain.announcements`), their lifecycle messages; a claim
+that asks for its context reads the claimed tasks' stages and jobs. Through the ORM these
+were five round trips and as many statements' worth of Python between the claim and its
+answer; here each is one.
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ assert JobStatus.PENDING.value == _PENDING and JobStatus.IN_PROGRESS.value == _R
 
 
 @cache
-def start_statement(outbox: bool) -> DirectStatement:
+def start_statement(announce: bool) -> DirectStatement:
     """Start the stages `stage_ids` and jobs `job_ids` still PENDING (those already
-    started are left alone); log each start, stages first, and announce it in the outbox
-    when `outbox`. Binds `stage_ids`, `job_ids`, `now` and `time` (`now` as the
-    lifecycle messages spell it). Answers one row per start: `entity`, `id`."""
+    started are left alone); log each start, stages first, and write its lifecycle
+    message into the outbox when `announce`. Binds `stage_ids`, `job_ids`, `now` and
+    `time` (`now` as the lifecycle messages spell it). Answers one row per start: `entity`, `id`."""
     now = bindparam("now", type_=UtcDateTime())
     ids = ARRAY(Uuid())
     stages = (
@@ -94,7 +95,7 @@ def start_statement(outbox: bool) -> DirectStatement:
         ).order_by(m.rank, m.id),
     )
     answer = select(m.entity, m.id).add_cte(logged.cte("logged"))
-    if outbox:
+    if announce:
         announced = insert(OUTBOX).from_select(
             ("routing_key", "payload", "created_at"),
             select(
@@ -108,7 +109,7 @@ def start_statement(outbox: bool) -> DirectStatement:
 
 
 def _message(m: Any) -> Any:
-    """The lifecycle message's body, key for key as `services.history` writes it."""
+    """The lifecycle message's body, key for key as `domain.announcements` makes it."""
     body = [
         *("entity", m.entity),
         *("jobId", cast(m.job_id, Text())),

@@ -1,85 +1,46 @@
-"""Writing outbox rows inside the caller's transaction.
+"""The outbox: the messages a transaction announces, written as rows in that transaction.
 
-Nothing is written unless the database was opened with the outbox on (a broker is
-configured); without one the manager behaves exactly as before.
+Only with a broker: an `Outbox` hooked onto the database (`Database.with_hooks`) makes
+every transaction record its lifecycle messages (`domain.announcements`) and writes them
+at its commit with the other deferred rows, in the order they were announced; after the
+commit it wakes the relay. Without one the manager records and writes none.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterable
-from datetime import datetime
+import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.deferred import defer
-from ..db.engine import OUTBOX_ON, OUTBOX_WRITTEN
 from ..db.models import OUTBOX
-from .wakeups import note_ready
+from ..domain.announcements import ANNOUNCED, ANNOUNCING, MESSAGES, Message
 
 
-def enabled(s: AsyncSession) -> bool:
-    return bool(s.info.get(OUTBOX_ON))
+class Outbox:
+    """The transaction hook of the outbox, and the event its relay waits on."""
 
+    info: Mapping[str, Any] = {ANNOUNCING: True}
 
-def ready_key(stage_type: str) -> str:
-    return f"task.ready.{stage_type}"
+    def __init__(self) -> None:
+        # Set after a commit that wrote rows: the relay publishes them at once.
+        self.written = asyncio.Event()
 
-
-def lifecycle_key(entity: str, status: str) -> str:
-    return f"{entity.lower()}.{status.lower()}"
-
-
-async def tasks_ready(
-    s: AsyncSession, stage_type: str, job_id: uuid.UUID, stage_id: uuid.UUID, now: datetime
-) -> None:
-    """Tasks of `stage_type` became claimable: wake that type's workers (long-polling
-    claims here and on other replicas, and over RabbitMQ when configured)."""
-    note_ready(s, (stage_type,))
-    await publish_later(
-        s,
-        [
-            (
-                ready_key(stage_type),
-                {"stageType": stage_type, "jobId": str(job_id), "stageId": str(stage_id)},
+    async def before_commit(self, s: AsyncSession) -> None:
+        messages: list[Message] | None = s.info.get(MESSAGES)
+        if messages:
+            defer(
+                s,
+                OUTBOX,
+                [
+                    {"routing_key": key, "payload": body, "created_at": at}
+                    for key, body, at in messages
+                ],
             )
-        ],
-        now,
-    )
+            s.info[ANNOUNCED] = True
 
-
-async def publish_later(
-    s: AsyncSession, messages: Iterable[tuple[str, dict[str, Any]]], now: datetime
-) -> None:
-    if not enabled(s):
-        return
-    rows = [{"routing_key": key, "payload": body, "created_at": now} for key, body in messages]
-    if rows:
-        defer(s, OUTBOX, rows)
-        s.info[OUTBOX_WRITTEN] = True
-
-
-async def stage_awaits_approval(
-    s: AsyncSession,
-    *,
-    job_id: uuid.UUID,
-    stage_id: uuid.UUID,
-    stage_type: str,
-    now: datetime,
-) -> None:
-    """`stage.waiting`: a WAITING stage's turn has come; it runs once a person approves.
-
-    Sent when approval becomes possible (the stages before it are done), not when a
-    WAITING stage is merely created behind unfinished ones.
-    """
-    body = {
-        "entity": "STAGE",
-        "jobId": str(job_id),
-        "stageId": str(stage_id),
-        "stageType": stage_type,
-        "fromStatus": None,
-        "toStatus": "WAITING",
-        "time": now.isoformat(),
-    }
-    await publish_later(s, [(lifecycle_key("STAGE", "WAITING"), body)], now)
+    def after_commit(self, info: Mapping[str, Any]) -> None:
+        if info.get(ANNOUNCED):
+            self.written.set()

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database
 from ..db.models import OutboxMessage
+from .outbox import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +108,9 @@ async def _publish(exchange: AbstractExchange, rows: list[Outgoing]) -> None:
 class Relay:
     """Runs until cancelled: connect, drain the outbox, wait for news, repeat.
 
-    Woken at once by commits of this process; rows written by other replicas are
-    picked up within `poll`. Connection failures back off up to `max_backoff`.
+    Woken at once by the commits of this process that wrote rows (through `outbox`, the
+    hook on its database); rows written by other replicas are picked up within `poll`.
+    Connection failures back off up to `max_backoff`.
     """
 
     def __init__(
@@ -116,11 +118,13 @@ class Relay:
         db: Database,
         amqp_url: str,
         *,
+        outbox: Outbox | None = None,
         poll: timedelta = timedelta(seconds=1),
         max_backoff: timedelta = timedelta(seconds=30),
     ) -> None:
         self.db = db
         self.amqp_url = amqp_url
+        self.written = outbox.written if outbox is not None else asyncio.Event()
         self.poll = poll
         self.max_backoff = max_backoff
         self.published = 0
@@ -149,14 +153,14 @@ class Relay:
 
     async def _drain_forever(self, exchange: AbstractExchange) -> None:
         while True:
-            self.db.outbox_written.clear()
+            self.written.clear()
             # A short batch took all there was: what commits later sets the event again.
             while (n := await publish_batch(self.db, exchange)) > 0:
                 self.published += n
                 if n < BATCH:
                     break
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.db.outbox_written.wait(), self.poll.total_seconds())
+                await asyncio.wait_for(self.written.wait(), self.poll.total_seconds())
 
 
 def _safe(url: str) -> str:

@@ -1,11 +1,12 @@
 """Long-poll wake-ups: claims waiting for work of some stage types are woken when tasks
 of those types become claimable.
 
-A transaction that makes tasks claimable names their stage types (`note_ready`). After
-it commits, waiters in this process are woken at once; on PostgreSQL the same
-transaction also sends `NOTIFY jobnik_ready`, so every replica's listener wakes its own
-waiters. A wake-up is only a hint to claim again: a lost one costs at most the rest of
-a claim's wait, a spurious one an empty claim.
+A transaction that makes tasks claimable names their stage types
+(`domain.announcements.tasks_ready`). After it commits, waiters in this process are
+woken at once; on PostgreSQL the same transaction also sends `NOTIFY jobnik_ready`, so
+every replica's listener wakes its own waiters (`ReadyWaiters` is the transaction hook).
+A wake-up is only a hint to claim again: a lost one costs at most the rest of a claim's
+wait, a spurious one an empty claim.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -21,25 +22,12 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..domain.announcements import READY_TYPES
+
 log = logging.getLogger(__name__)
 
 CHANNEL = "jobnik_ready"
-# Session.info key: the stage types whose tasks this transaction made claimable.
-READY_TYPES = "ready_types"
 _RECONNECT = (0.5, 10.0)  # seconds: first and longest pause between listener reconnects
-
-
-def note_ready(s: AsyncSession, stage_types: Iterable[str]) -> None:
-    """Record, in the caller's transaction, that tasks of these types became claimable."""
-    s.info.setdefault(READY_TYPES, set()).update(stage_types)
-
-
-async def announce(s: AsyncSession) -> None:
-    """On PostgreSQL, queue the NOTIFY for the types noted so far; it is delivered on
-    commit and dropped on rollback, like the change it announces."""
-    types = s.info.get(READY_TYPES)
-    if types and s.get_bind().dialect.name == "postgresql":
-        await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": ",".join(types)})
 
 
 class Waiter:
@@ -53,10 +41,25 @@ class Waiter:
 
 
 class ReadyWaiters:
-    """The claims of this process that are waiting for work, by stage type."""
+    """The claims of this process that are waiting for work, by stage type; as a
+    transaction hook, it announces and delivers the wake-ups of each transaction."""
+
+    info: Mapping[str, Any] = {}
 
     def __init__(self) -> None:
         self._by_type: dict[str, set[Waiter]] = {}
+
+    async def before_commit(self, s: AsyncSession) -> None:
+        """On PostgreSQL, queue the NOTIFY for the types noted so far; it is delivered
+        on commit and dropped on rollback, like the change it announces."""
+        types = s.info.get(READY_TYPES)
+        if types and s.get_bind().dialect.name == "postgresql":
+            await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": ",".join(types)})
+
+    def after_commit(self, info: Mapping[str, Any]) -> None:
+        types = info.get(READY_TYPES)
+        if types:
+            self.wake(types)
 
     @contextlib.contextmanager
     def waiting(self, types: Iterable[str]) -> Iterator[Waiter]:
@@ -84,11 +87,6 @@ class ReadyWaiters:
         for t in types:
             for waiter in self._by_type.get(t, ()):
                 waiter.event.set()
-
-    def after_commit(self, info: dict[str, Any]) -> None:
-        types = info.get(READY_TYPES)
-        if types:
-            self.wake(types)
 
 
 def _asyncpg_dsn(url: str) -> str:

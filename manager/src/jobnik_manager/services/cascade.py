@@ -11,7 +11,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.models import TASKS, Job, Stage, Task
-from ..dispatch.outbox import stage_awaits_approval
+from ..domain.announcements import stage_awaits_approval
 from ..domain.progress import Turn, job_percentage, next_stage_turn, stage_outcome
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
 from ..domain.summary import Summary, percentage, summary_field
@@ -174,8 +174,8 @@ async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime)
             continue
         if turn is Turn.HOLD:
             assert nxt is not None
-            await stage_awaits_approval(
-                s, job_id=job.id, stage_id=nxt.id, stage_type=nxt.type, now=now
+            stage_awaits_approval(
+                s.info, job_id=job.id, stage_id=nxt.id, stage_type=nxt.type, now=now
             )
         if turn is Turn.JOB_DONE and JobStatus(job.status) is not JobStatus.PAUSED:
             await move_job(s, job, JobStatus.COMPLETED, now)

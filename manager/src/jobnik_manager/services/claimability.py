@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.models import TASKS, Job
-from ..dispatch.outbox import tasks_ready
+from ..domain.announcements import tasks_ready
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
 
 WAITING_TO_RUN = (TaskStatus.PENDING, TaskStatus.RETRIED)
@@ -45,7 +45,7 @@ async def open_tasks(s: AsyncSession, where: Iterable[ColumnElement[bool]], now:
         .returning(TASKS.c.stage_type, TASKS.c.job_id, TASKS.c.stage_id)
     )
     rows = opened.all()
-    await announce(s, rows, now)
+    announce(s, rows, now)
     return len(rows)
 
 
@@ -67,13 +67,13 @@ class Ready(Protocol):
     def stage_id(self) -> uuid.UUID: ...
 
 
-async def announce(s: AsyncSession, tasks: Sequence[Ready], now: datetime) -> None:
+def announce(s: AsyncSession, tasks: Sequence[Ready], now: datetime) -> None:
     """Wake the workers of these tasks' types, once per stage."""
     seen: set[uuid.UUID] = set()
     for task in tasks:
         if task.stage_id not in seen:
             seen.add(task.stage_id)
-            await tasks_ready(s, task.stage_type, task.job_id, task.stage_id, now)
+            tasks_ready(s.info, task.stage_type, task.job_id, task.stage_id, now)
 
 
 async def jobs_allowing_claims(s: AsyncSession, job_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:

@@ -22,6 +22,7 @@ from ..db.engine import Database
 from ..db.first_claim import context_statement, stages_and_jobs, start_statement
 from ..db.models import Job, Stage
 from ..db.types import utcnow
+from ..domain.announcements import ANNOUNCED, announcing
 from ..domain.leases import DEFAULT_LEASE
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
 from . import summaries
@@ -109,8 +110,9 @@ async def claim(
     rows = [SimpleNamespace(**r) for r in claimed]
     unstarted = {r.stage_id: r.job_id for r in rows if r.stage_status == StageStatus.PENDING}
     if unstarted:
+        announce = announcing(db.info)
         started = await db.direct(
-            start_statement(db.outbox),
+            start_statement(announce),
             {
                 "stage_ids": sorted(unstarted),
                 "job_ids": sorted(set(unstarted.values())),
@@ -118,8 +120,8 @@ async def claim(
                 "time": now.isoformat(),
             },
         )
-        if started and db.outbox:
-            db.outbox_written.set()
+        if started and announce:
+            db.committed({ANNOUNCED: True})
     if not (with_context and rows):
         return Claimed(rows)
     context = await db.direct(

@@ -16,7 +16,7 @@ from ..db.bulk import insert_many
 from ..db.claim import EVENT_COLUMNS
 from ..db.deferred import defer, write_deferred
 from ..db.models import EVENTS, Event, Job, Stage, Task
-from ..dispatch.outbox import lifecycle_key, publish_later
+from ..domain import announcements
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
 from .loading import load_job
 from .pages import PageRequest, PageResult, paginate
@@ -253,40 +253,15 @@ def _row(
 
 
 async def insert_rows(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    """Append events (written at commit); job and stage moves are also announced as
-    lifecycle messages (`job.<status>`, `stage.<status>`). A row may carry `stage_type`
-    for the message."""
+    """Append events (written at commit); job and stage moves are also announced
+    (`domain.announcements.moves`). A row may carry `stage_type` for the announcement."""
     if not rows:
         return
-    messages: list[tuple[str, dict[str, Any]]] = []
-    for row in rows:
-        stage_type = row.pop("stage_type", None)
-        # stage.waiting goes out when approval becomes possible (dispatch.outbox).
-        if row["entity"] != Entity.TASK and row["to_status"] != StageStatus.WAITING:
-            messages.append(
-                (lifecycle_key(row["entity"], row["to_status"]), _message(row, stage_type))
-            )
     defer(s, EVENTS, (_complete(row) for row in rows))
-    await publish_later(s, messages, rows[0]["time"])
+    announcements.moves(s.info, rows)
 
 
 def _complete(row: dict[str, Any]) -> dict[str, Any]:
     """The row naming every column, in one order: the deferred rows of a table are
     written by one multi-row INSERT."""
     return {c: row.get(c) for c in EVENT_COLUMNS}
-
-
-def _message(row: dict[str, Any], stage_type: str | None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "entity": str(row["entity"]),
-        "jobId": str(row["job_id"]),
-        "fromStatus": None if row["from_status"] is None else str(row["from_status"]),
-        "toStatus": str(row["to_status"]),
-        "time": row["time"].isoformat(),
-    }
-    if row.get("stage_id") is not None:
-        body["stageId"] = str(row["stage_id"])
-        body["stageType"] = stage_type
-    if row.get("reason") is not None:
-        body["reason"] = row["reason"]
-    return body

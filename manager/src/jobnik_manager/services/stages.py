@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ..db.bulk import insert_many, insert_new
 from ..db.models import Job, Stage, Task
 from ..db.types import utcnow
-from ..dispatch.outbox import stage_awaits_approval, tasks_ready
+from ..domain.announcements import stage_awaits_approval, tasks_ready
 from ..domain.errors import IllegalTransition, RuleViolation
 from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
 from ..domain.transitions import Actor, ensure_stage_transition
@@ -83,8 +83,8 @@ async def insert_stage(
     await insert_new(s, stage)
     await stage_moved(s, stage, None, now)
     if stage.status == StageStatus.WAITING and _turn_has_come(previous):
-        await stage_awaits_approval(
-            s, job_id=job.id, stage_id=stage.id, stage_type=stage.type, now=now
+        stage_awaits_approval(
+            s.info, job_id=job.id, stage_id=stage.id, stage_type=stage.type, now=now
         )
     tasks = await insert_tasks(s, job, stage, new.tasks, now, counted=True) if new.tasks else []
     return CreatedStage(stage, tasks)
@@ -165,7 +165,7 @@ async def insert_tasks(
     if not counted:
         await bump_summary(s, stage.id, {TaskStatus.PENDING: len(rows)}, now)
     if claimable:
-        await tasks_ready(s, stage.type, job.id, stage.id, now)
+        tasks_ready(s.info, stage.type, job.id, stage.id, now)
     return rows
 
 

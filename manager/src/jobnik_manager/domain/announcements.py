@@ -1,0 +1,110 @@
+"""What a change announces beyond the database: tasks that became claimable (to wake the
+workers of their type) and, when someone carries them, lifecycle messages.
+
+A transaction records them in its info (a plain dict, `Session.info`) as it makes the
+changes; `dispatch` carries them when it commits: wake-ups to long-polling claims, and,
+with a broker, each message as an outbox row written in the same transaction. Nothing
+here does I/O.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, MutableMapping
+from datetime import datetime
+from typing import Any
+
+# Info keys. ANNOUNCING is set from the start (`Database.info`) when a broker carries the
+# messages; without it only the ready types are recorded. ANNOUNCED says that the work
+# stored messages to publish (an outbox row, written by `dispatch` or by a statement).
+ANNOUNCING = "announcing"
+READY_TYPES = "ready_types"
+MESSAGES = "messages"
+ANNOUNCED = "announced"
+
+Message = tuple[str, dict[str, Any], datetime]  # routing key, body, time
+Info = MutableMapping[str, Any]
+
+
+def announcing(info: Mapping[str, Any]) -> bool:
+    return bool(info.get(ANNOUNCING))
+
+
+def ready_key(stage_type: str) -> str:
+    return f"task.ready.{stage_type}"
+
+
+def lifecycle_key(entity: str, status: str) -> str:
+    return f"{entity.lower()}.{status.lower()}"
+
+
+def tasks_ready(
+    info: Info, stage_type: str, job_id: uuid.UUID, stage_id: uuid.UUID, now: datetime
+) -> None:
+    """Tasks of `stage_type` became claimable: wake that type's workers (long-polling
+    claims here and on other replicas, and over the broker when there is one)."""
+    info.setdefault(READY_TYPES, set()).add(stage_type)
+    if info.get(ANNOUNCING):
+        body = {"stageType": stage_type, "jobId": str(job_id), "stageId": str(stage_id)}
+        _add(info, [(ready_key(stage_type), body, now)])
+
+
+def moves(info: Info, rows: Iterable[Mapping[str, Any]]) -> None:
+    """`job.<status>` and `stage.<status>` for the job and stage moves among these event
+    rows (task moves announce nothing). A row may carry `stage_type` for the message.
+    stage.waiting goes out when approval becomes possible (`stage_awaits_approval`), not
+    with the move."""
+    if not info.get(ANNOUNCING):
+        return
+    _add(
+        info,
+        [
+            (lifecycle_key(row["entity"], row["to_status"]), _moved(row), row["time"])
+            for row in rows
+            if row["entity"] != "TASK" and row["to_status"] != "WAITING"
+        ],
+    )
+
+
+def stage_awaits_approval(
+    info: Info, *, job_id: uuid.UUID, stage_id: uuid.UUID, stage_type: str, now: datetime
+) -> None:
+    """`stage.waiting`: a WAITING stage's turn has come; it runs once a person approves.
+
+    Sent when approval becomes possible (the stages before it are done), not when a
+    WAITING stage is merely created behind unfinished ones.
+    """
+    if not info.get(ANNOUNCING):
+        return
+    body = {
+        "entity": "STAGE",
+        "jobId": str(job_id),
+        "stageId": str(stage_id),
+        "stageType": stage_type,
+        "fromStatus": None,
+        "toStatus": "WAITING",
+        "time": now.isoformat(),
+    }
+    _add(info, [(lifecycle_key("STAGE", "WAITING"), body, now)])
+
+
+def _add(info: Info, messages: list[Message]) -> None:
+    if messages:
+        info.setdefault(MESSAGES, []).extend(messages)
+
+
+def _moved(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A move's message body; `db.first_claim` writes the same, key for key, in SQL."""
+    body: dict[str, Any] = {
+        "entity": str(row["entity"]),
+        "jobId": str(row["job_id"]),
+        "fromStatus": None if row["from_status"] is None else str(row["from_status"]),
+        "toStatus": str(row["to_status"]),
+        "time": row["time"].isoformat(),
+    }
+    if row.get("stage_id") is not None:
+        body["stageId"] = str(row["stage_id"])
+        body["stageType"] = row.get("stage_type")
+    if row.get("reason") is not None:
+        body["reason"] = row["reason"]
+    return body
