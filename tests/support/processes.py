@@ -22,8 +22,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def manager_process(database_url: str, **env: str) -> Iterator[str]:
-    """Start `jobnik-manager serve` on a free port; yield its base URL; stop it."""
+def manager_process(database_url: str, *, log: Path | None = None, **env: str) -> Iterator[str]:
+    """Start `jobnik-manager serve` on a free port; yield its base URL; stop it. Its
+    error output goes to `log` when given (a test that makes it log much needs one: an
+    unread pipe fills and stalls it)."""
     port = free_port()
     environment = {
         **os.environ,
@@ -34,20 +36,20 @@ def manager_process(database_url: str, **env: str) -> Iterator[str]:
         "JOBNIK_DB_POOL_SIZE": "10",
         **env,
     }
+    errors = log.open("ab") if log is not None else None
     proc = subprocess.Popen(
         [sys.executable, "-m", "jobnik_manager.cli", "serve"],
         env=environment,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=errors if errors is not None else subprocess.PIPE,
     )
     base_url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(
-                    f"manager exited: {proc.stderr.read().decode() if proc.stderr else ''}"
-                )
+                said = proc.stderr.read().decode() if proc.stderr else f"see {log}"
+                raise RuntimeError(f"manager exited: {said}")
             try:
                 if httpx.get(f"{base_url}/readiness", timeout=1).status_code == 200:
                     break
@@ -64,6 +66,8 @@ def manager_process(database_url: str, **env: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if errors is not None:
+            errors.close()
 
 
 ROOT = Path(__file__).resolve().parents[2]

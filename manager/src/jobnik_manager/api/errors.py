@@ -9,12 +9,15 @@ import asyncpg  # type: ignore[import-untyped]
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..db.failures import is_conflict, is_unavailable
 from ..domain.errors import DomainError
 
 log = logging.getLogger(__name__)
+
+RETRY_AFTER_SECONDS = "1"
 
 _HTTP_CODES = {
     404: "NOT_FOUND",
@@ -59,21 +62,27 @@ def install_error_handlers(app: FastAPI) -> None:
             error_body(str(exc.detail), code), status_code=exc.status_code, headers=exc.headers
         )
 
-    # The database being unreachable is the server's trouble, not the request's: 503,
-    # so clients and load balancers retry rather than give up. The asyncpg errors come
-    # from the statements run on it directly (`db.direct`), as SQLAlchemy's come from
-    # the rest.
-    @app.exception_handler(OperationalError)
-    @app.exception_handler(InterfaceError)
-    @app.exception_handler(asyncpg.PostgresConnectionError)
+    # The database being away is the server's trouble, not the request's: 503 with a
+    # Retry-After, so clients and load balancers retry rather than give up. Such errors
+    # reach here only once the transaction seam has waited for the database a while
+    # (`db.engine`). The asyncpg errors come from the statements run on it directly
+    # (`db.direct`), as SQLAlchemy's come from the rest; a conflict still there after
+    # the seam's retries is as passing.
+    @app.exception_handler(DBAPIError)
+    @app.exception_handler(asyncpg.PostgresError)
+    @app.exception_handler(asyncpg.InterfaceError)
     @app.exception_handler(OSError)
-    async def _database_down(_: Request, exc: Exception) -> JSONResponse:
-        log.error("database unavailable: %s", exc)
+    async def _database(request: Request, exc: Exception) -> JSONResponse:
+        if not (is_unavailable(exc) or is_conflict(exc)):
+            return await _unexpected(request, exc)
+        log.warning("database unavailable: %s", exc)
         return JSONResponse(
-            error_body("The database is unavailable", "DATABASE_RELATED_ERROR"), status_code=503
+            error_body("The database is unavailable; try again shortly", "DATABASE_RELATED_ERROR"),
+            status_code=503,
+            headers={"Retry-After": RETRY_AFTER_SECONDS},
         )
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")
+        log.error("unhandled error", exc_info=exc)
         return JSONResponse(error_body("Internal Server Error", "UNKNOWN_ERROR"), status_code=500)

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -23,13 +23,13 @@ from sqlalchemy.ext.asyncio import (
 from . import json_text
 from .deferred import DeferringSession
 from .direct import BROKEN_CONNECTION, DirectStatement, reset_connection, setup_connection
+from .failures import is_conflict, is_unavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# SQLSTATEs after which PostgreSQL asks the client to run the transaction again.
-_RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
-_MAX_TX_ATTEMPTS = 5
+_MAX_CONFLICT_RETRIES = 4
+_PATIENCE = 1.5  # seconds a request waits for a database that is away
 
 
 def is_sqlite(url: str) -> bool:
@@ -42,7 +42,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         _configure_sqlite(engine)
         return engine
     # No pre-ping: it would cost a round trip per transaction. A connection found dead on
-    # use is invalidated by SQLAlchemy and the transaction runs again (`_retryable`).
+    # use is invalidated by SQLAlchemy and the transaction runs again (`_retried`).
     return create_async_engine(
         url, pool_size=pool_size, max_overflow=pool_size, json_deserializer=json_text.loads
     )
@@ -98,34 +98,27 @@ class TransactionHook(Protocol):
     def after_commit(self, info: Mapping[str, Any]) -> None: ...
 
 
-def _retryable(exc: BaseException) -> bool:
-    if isinstance(exc, BROKEN_CONNECTION):
-        return True  # `direct` closed it; the pool opens another
-    if isinstance(exc, asyncpg.PostgresError):
-        return exc.sqlstate in _RETRYABLE_SQLSTATES
-    if isinstance(exc, DBAPIError):
-        if exc.connection_invalidated:
-            return True
-        sqlstate = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
-        if sqlstate in _RETRYABLE_SQLSTATES:
-            return True
-        if isinstance(exc, OperationalError) and "database is locked" in str(exc.orig):
-            return True
-    return False
-
-
 async def _retried(run: Callable[[], Awaitable[T]]) -> T:
-    """Run again after a deadlock, a serialization failure or a dead connection."""
-    for attempt in range(1, _MAX_TX_ATTEMPTS + 1):
+    """Run again after a deadlock or a serialization failure (a few times), and while
+    the database is away or a connection broke (for up to `_PATIENCE` seconds, long
+    enough for a restart or a failover): only then does the error reach the caller (a
+    503 for a request)."""
+    conflicts, waited, pause = 0, 0.0, 0.02
+    while True:
         try:
             return await run()
         except Exception as exc:
-            if attempt == _MAX_TX_ATTEMPTS or not _retryable(exc):
-                raise
             cause = exc.orig if isinstance(exc, DBAPIError) else exc
-            log.info("transaction conflict, retrying (attempt %d): %s", attempt, cause)
-            await asyncio.sleep(0.01 * attempt)
-    raise AssertionError("unreachable")
+            if is_conflict(exc) and conflicts < _MAX_CONFLICT_RETRIES:
+                conflicts += 1
+                log.info("transaction conflict, retrying (%d): %s", conflicts, cause)
+                await asyncio.sleep(0.01 * conflicts)
+            elif is_unavailable(exc) and waited < _PATIENCE:
+                log.info("database unavailable, retrying in %.2f s: %s", pause, cause)
+                await asyncio.sleep(pause)
+                waited, pause = waited + pause, min(pause * 2, 0.4)
+            else:
+                raise
 
 
 class Database:
