@@ -25,7 +25,7 @@ from ..support.api import unique
 from ..support.invariants import assert_invariants
 from ..support.processes import manager_process
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 def broker(action: str) -> None:

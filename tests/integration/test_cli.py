@@ -7,8 +7,11 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from ..support.processes import manager_process
+
+pytestmark = pytest.mark.e2e  # the manager's command line, run as a process
 
 
 def test_serve_on_a_fresh_sqlite_file_just_works(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from ..support.api import unique
 from ..support.invariants import assert_invariants
 from ..support.processes import manager_process, module_process
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 HEARTBEAT = 0.5
 WITH_STAGES = {"should_return_stages": True}

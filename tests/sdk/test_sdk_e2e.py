@@ -28,7 +28,7 @@ from ..support.invariants import assert_invariants
 from ..support.processes import manager_process
 from .workers import worker_process
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 T = TypeVar("T")
 POLL = timedelta(milliseconds=100)
