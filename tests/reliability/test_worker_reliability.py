@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
@@ -47,7 +46,7 @@ def marker_worker(
 
 
 def markers_of(markers: Path, event: str) -> dict[str, float]:
-    """task id -> time, for every marker of this event."""
+    """task id -> what its marker of this event holds (a time, or a heartbeat number)."""
     found = {}
     for path in markers.glob(f"*.{event}.*"):
         found[path.name.split(".")[0]] = float(path.read_text())
@@ -103,7 +102,6 @@ async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused
             assert held["worker"] == "victim" and held["status"] == "IN_PROGRESS"
             victim.send_signal(signal.SIGKILL)
             victim.wait()
-            killed_at = time.time()
 
             stack.enter_context(marker_worker(url, kind, tmp_path, "rescuer", MARKER_LEASE="2"))
 
@@ -128,10 +126,9 @@ async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused
                 ("IN_PROGRESS", "COMPLETED", "rescuer"),
             ]
             assert log[2]["reason"] == "lease expired"
-            # Reaped within a few seconds of the lease's expiry.
-            expiry = datetime.fromisoformat(held["leaseExpiresAt"]).timestamp()
-            reaped = datetime.fromisoformat(log[2]["time"]).timestamp()
-            assert expiry <= reaped < max(expiry, killed_at) + 3
+            # Reaped once its lease had run out, not before.
+            expiry = datetime.fromisoformat(held["leaseExpiresAt"])
+            assert expiry <= datetime.fromisoformat(log[2]["time"])
     await assert_invariants(pg_db)
 
 
@@ -151,7 +148,6 @@ async def test_abort_reaches_running_handlers_within_one_heartbeat(
                 "four running handlers",
             )
             assert started
-            aborted_at = time.time()
             response = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
             assert response.status_code == 200
             cancelled = await until(
@@ -160,9 +156,11 @@ async def test_abort_reaches_running_handlers_within_one_heartbeat(
                 ),
                 "four cancellations",
             )
-            delays = sorted(t - aborted_at for t in cancelled.values())
-            print(f"\nabort observed after {[round(d, 3) for d in delays]} s")
-            assert delays[-1] <= HEARTBEAT + 0.5, delays
+            # The first heartbeat whose answer asked to cancel them cancelled all four
+            # handlers, before another heartbeat was answered.
+            asked = markers_of(tmp_path, "cancel-asked")
+            (beat,) = {asked[task] for task in cancelled}
+            assert cancelled == dict.fromkeys(cancelled, beat)
             await asyncio.sleep(2 * HEARTBEAT)  # the worker keeps polling meanwhile
             assert len(markers_of(tmp_path, "started")) == 4  # nothing more was handed out
             assert not markers_of(tmp_path, "finished")
