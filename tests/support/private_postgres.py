@@ -41,9 +41,11 @@ class PrivatePostgres:
             stdout=subprocess.DEVNULL,
         )
 
-    def restart(self) -> None:
-        """As an operator's `pg_ctl restart -m fast`: every connection is cut."""
-        self.pg_ctl("restart", "-m", "fast", "-l", str(self.data / "server.log"))
+    def restart(self, mode: str = "fast") -> None:
+        """As an operator's `pg_ctl restart -m fast`: every connection is cut. With
+        `immediate`, as a crash: what was committed without waiting for its WAL flush
+        may be lost, and the server recovers from its log on start."""
+        self.pg_ctl("restart", "-m", mode, "-l", str(self.data / "server.log"))
 
 
 @contextmanager
