@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -28,7 +29,6 @@ from jobnik_manager.app import create_app
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Job, Stage, Task
-from jobnik_manager.db.types import utcnow
 from jobnik_manager.services.claims import claim_tasks
 from jobnik_manager.settings import Settings
 
@@ -51,7 +51,7 @@ async def recreate(url: str) -> None:
 
 async def add_tasks(db: Database, n: int, *, finished: bool, jobs: int = 1) -> None:
     """Insert `n` tasks of STAGE_TYPE over `jobs` jobs: claimable, or COMPLETED history."""
-    now = utcnow()
+    now = datetime.now(UTC)
     status = "COMPLETED" if finished else "PENDING"
     per_job = n // jobs
     async with db.sessions() as s, s.begin():

@@ -52,7 +52,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,7 +66,7 @@ from sqlalchemy.engine import make_url
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Job, Stage, Task
-from jobnik_manager.db.types import UtcDateTime, utcnow
+from jobnik_manager.db.types import UtcDateTime
 from jobnik_sdk import JobnikClient, TaskContext, TaskReport, Worker
 
 # Databases of their own per run (the process id in the name), so runs never collide.
@@ -707,7 +707,7 @@ async def add_history(url: str, stage_types: list[str], total: int) -> float:
     """Insert `total` COMPLETED tasks (with their events), spread over `stage_types`, each
     type in a finished job and stage of its own; then VACUUM ANALYZE. Seconds taken."""
     started = time.perf_counter()
-    now = utcnow()
+    now = datetime.now(UTC)
     share, extra = divmod(total, len(stage_types))
     tasks_sql = HISTORY_TASKS_SQLITE if is_sqlite(url) else HISTORY_TASKS_PG
     binds = (

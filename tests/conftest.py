@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from jobnik_manager.app import create_app
+from jobnik_manager.clock import Clock, SystemClock
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings
@@ -106,8 +107,15 @@ async def _empty(db: Database) -> None:
 
 
 @pytest.fixture
-async def db(database_url: str) -> AsyncIterator[Database]:
-    database = Database(database_url, pool_size=20)
+def clock() -> Clock:
+    """The manager's clock in a test: the real one, unless a test module gives a
+    `ManualClock` to move on instead of sleeping."""
+    return SystemClock()
+
+
+@pytest.fixture
+async def db(database_url: str, clock: Clock) -> AsyncIterator[Database]:
+    database = Database(database_url, pool_size=20, clock=clock)
     await _empty(database)
     yield database
     await database.dispose()
@@ -137,8 +145,8 @@ def api(client: httpx.AsyncClient) -> Api:
 
 
 @pytest.fixture
-async def pg_db(postgres_url: str) -> AsyncIterator[Database]:
-    database = Database(postgres_url, pool_size=20)
+async def pg_db(postgres_url: str, clock: Clock) -> AsyncIterator[Database]:
+    database = Database(postgres_url, pool_size=20, clock=clock)
     await _empty(database)
     yield database
     await database.dispose()

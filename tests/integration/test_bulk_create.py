@@ -4,6 +4,7 @@ log agree, task for task and in the request's order, on both backends."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from jobnik_manager.db.bulk import insert_many
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Job, Task
-from jobnik_manager.db.types import utcnow
 from jobnik_manager.domain.tasks import DEFAULT_MAX_ATTEMPTS
 
 from ..support.api import Api, unique
@@ -191,7 +191,7 @@ class Boom(Exception):
 
 
 def job_row(name: str) -> dict[str, Any]:
-    now = utcnow()
+    now = datetime.now(UTC)
     return {
         "id": uuid.uuid4(),
         "name": name,
@@ -244,8 +244,8 @@ async def test_bulk_insert_errors_are_sqlalchemy_errors(db: Database) -> None:
         "data": {},
         "user_metadata": {},
         "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-        "creation_time": utcnow(),
-        "update_time": utcnow(),
+        "creation_time": datetime.now(UTC),
+        "update_time": datetime.now(UTC),
     }
     with pytest.raises(IntegrityError):
         await db.transaction(lambda s: insert_many(s, Task, [row]))

@@ -3,15 +3,23 @@ ones are reaped into failed attempts, and an abort reaches the holder."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
+
+from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
 from jobnik_manager.maintenance.reaper import reap_expired
 
 from ..support.api import Api, unique
 from ..support.invariants import assert_invariants
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """The manager's time in these tests: leases run out when the test moves it on."""
+    return ManualClock()
 
 
 def at(stamp: str) -> datetime:
@@ -79,11 +87,12 @@ async def test_a_wrong_lease_is_refused_and_changes_nothing(api: Api, db: Databa
 
 
 async def test_an_expired_lease_is_reaped_reclaimed_and_its_late_report_refused(
-    api: Api, db: Database
+    api: Api, db: Database, clock: ManualClock
 ) -> None:
     stage, task = await one_task(api, maxAttempts=2)
     first = await claim(api, stage["type"], lease_seconds=1)
-    await asyncio.sleep(1.2)
+    assert await reap_expired(db) == 0  # not before it runs out
+    clock.advance(1.2)
     # Expired but not yet reaped: already lost.
     beat = {"leaseId": first["leaseId"]}
     lost = await api.call("POST", f"/v1/tasks/{task['id']}/heartbeat", 409, json=beat)
@@ -110,10 +119,14 @@ async def test_an_expired_lease_is_reaped_reclaimed_and_its_late_report_refused(
     await assert_invariants(db)
 
 
-async def test_reaping_the_last_attempt_fails_the_task_and_its_job(api: Api, db: Database) -> None:
+async def test_reaping_the_last_attempt_fails_the_task_and_its_job(
+    api: Api, db: Database, clock: ManualClock
+) -> None:
     stage, task = await one_task(api)
     await claim(api, stage["type"], lease_seconds=1)
-    await asyncio.sleep(1.2)
+    clock.advance(0.9)
+    assert await reap_expired(db) == 0
+    clock.advance(0.3)
     assert await reap_expired(db) == 1
     assert (await api.task(task["id"]))["status"] == "FAILED"
     assert (await api.stage(stage["id"]))["status"] == "FAILED"

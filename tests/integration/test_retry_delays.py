@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from typing import Any
 
+import pytest
+
+from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
 from jobnik_manager.maintenance.reaper import open_due_retries
 
@@ -13,6 +15,12 @@ from ..support.api import Api, unique
 from ..support.invariants import assert_invariants
 
 POLICY = {"initialDelaySeconds": 1, "multiplier": 3, "maxDelaySeconds": 2}
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """The manager's time in these tests: delays end when the test moves it on."""
+    return ManualClock()
 
 
 def at(stamp: str) -> datetime:
@@ -31,7 +39,9 @@ async def put(api: Api, task: dict[str, Any], expect: int = 200, **body: Any) ->
     )
 
 
-async def test_a_failed_task_is_not_offered_before_its_not_before(api: Api, db: Database) -> None:
+async def test_a_failed_task_is_not_offered_before_its_not_before(
+    api: Api, db: Database, clock: ManualClock
+) -> None:
     job = await api.create_job()
     stage = await api.create_stage(job["id"], unique("delay"))
     task = (await api.create_tasks(stage["id"], maxAttempts=3, retryPolicy=POLICY))[0]
@@ -48,7 +58,9 @@ async def test_a_failed_task_is_not_offered_before_its_not_before(api: Api, db: 
         assert await open_due_retries(db) == 0
         assert await api.dequeue(stage["type"]) is None
         await assert_invariants(db)
-        await asyncio.sleep(expected_delay + 0.1)
+        clock.advance(expected_delay - 0.1)
+        assert await open_due_retries(db) == 0
+        clock.advance(0.2)
         assert await open_due_retries(db) == 1
     assert delays == [1, 2]
     claimed = await leased(api, stage["type"])
@@ -78,7 +90,9 @@ async def test_the_stage_policy_is_the_default_for_its_tasks(api: Api) -> None:
     assert (await api.stage(stage["id"]))["retryPolicy"]["maxDelaySeconds"] == 2
 
 
-async def test_retry_later_spends_no_attempt_and_waits(api: Api, db: Database) -> None:
+async def test_retry_later_spends_no_attempt_and_waits(
+    api: Api, db: Database, clock: ManualClock
+) -> None:
     job = await api.create_job()
     stage = await api.create_stage(job["id"], unique("later"))
     await api.create_tasks(stage["id"])  # maxAttempts 1: a FAILED report would end it
@@ -94,7 +108,7 @@ async def test_retry_later_spends_no_attempt_and_waits(api: Api, db: Database) -
         )
         assert at(later["notBefore"]) > at(later["updateTime"])
         assert await api.dequeue(stage["type"]) is None
-        await asyncio.sleep(0.6)
+        clock.advance(0.6)
         assert await open_due_retries(db) == 1
     claimed = await leased(api, stage["type"])
     await put(api, claimed, status="COMPLETED")
@@ -124,14 +138,16 @@ async def test_non_retryable_failure_fails_at_once_with_its_reason(api: Api, db:
     await assert_invariants(db)
 
 
-async def test_a_delayed_retry_of_a_paused_job_waits_for_the_resume(api: Api, db: Database) -> None:
+async def test_a_delayed_retry_of_a_paused_job_waits_for_the_resume(
+    api: Api, db: Database, clock: ManualClock
+) -> None:
     job = await api.create_job()
     stage = await api.create_stage(job["id"], unique("paused"))
     await api.create_tasks(stage["id"], maxAttempts=2, retryPolicy={"initialDelaySeconds": 0.3})
     claimed = await leased(api, stage["type"])
     await put(api, claimed, status="FAILED")
     await api.set_job_status(job["id"], "PAUSED")
-    await asyncio.sleep(0.4)
+    clock.advance(0.4)
     assert await open_due_retries(db) == 1
     assert await api.dequeue(stage["type"]) is None
     await assert_invariants(db)

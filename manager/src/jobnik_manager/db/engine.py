@@ -7,6 +7,7 @@ import contextlib
 import copy
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
@@ -20,6 +21,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from ..clock import Clock, SystemClock
 from . import json_text
 from .deferred import DeferringSession
 from .direct import BROKEN_CONNECTION, DirectStatement, reset_connection, setup_connection
@@ -68,6 +70,17 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+# Session.info key: the clock of the database the session belongs to (`now_in`).
+CLOCK = "clock"
+_SYSTEM_CLOCK = SystemClock()
+
+
+def now_in(s: AsyncSession) -> datetime:
+    """The time for the work of this session's transaction, from its database's clock."""
+    clock: Clock = s.info.get(CLOCK, _SYSTEM_CLOCK)
+    return clock.now()
 
 
 def make_sessionmaker(
@@ -125,9 +138,15 @@ class Database:
     """Owns the engine; runs each use case in one transaction, retried on deadlock."""
 
     def __init__(
-        self, url: str, *, pool_size: int = 10, hooks: Sequence[TransactionHook] = ()
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        hooks: Sequence[TransactionHook] = (),
+        clock: Clock = _SYSTEM_CLOCK,
     ) -> None:
         self.url = url
+        self.clock = clock
         self.engine = make_engine(url, pool_size=pool_size)
         self._pool_size = pool_size
         self._direct_pools: dict[bool, asyncpg.Pool] = {}  # by durability
@@ -137,7 +156,7 @@ class Database:
     def _set_hooks(self, hooks: tuple[TransactionHook, ...]) -> None:
         self.hooks = hooks
         self.info: Mapping[str, Any] = {k: v for hook in hooks for k, v in hook.info.items()}
-        self.sessions = make_sessionmaker(self.engine, self.info)
+        self.sessions = make_sessionmaker(self.engine, {**self.info, CLOCK: self.clock})
 
     def with_hooks(self, *hooks: TransactionHook) -> Database:
         """This database with more hooks: the same engine and pools (disposing either

@@ -32,7 +32,3 @@ class UtcDateTime(TypeDecorator[datetime]):
             return None
         assert isinstance(value, datetime)
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.engine import Database
+from ..db.engine import Database, now_in
 from ..db.models import TASKS, Task
-from ..db.types import utcnow
 from ..domain.statuses import TaskStatus
 from ..services.claimability import jobs_allowing_claims, open_tasks
 from ..services.reports import expire_leases
@@ -21,7 +20,7 @@ REAP_BATCH = 100
 async def reap_some(s: AsyncSession) -> int:
     """Settle up to REAP_BATCH expired leases, oldest first, as one set-based batch;
     rows another replica is settling are skipped."""
-    now = utcnow()
+    now = now_in(s)
     stmt = (
         select(Task.id)
         .where(Task.status == TaskStatus.IN_PROGRESS, Task.lease_expires_at < now)
@@ -49,7 +48,7 @@ async def reap_expired(db: Database, limit: int = 1000) -> int:
 async def open_due(s: AsyncSession) -> int:
     """Make RETRIED tasks whose `notBefore` has passed claimable again (if their job
     lets tasks be claimed; a paused job's are opened by its resume)."""
-    now = utcnow()
+    now = now_in(s)
     stmt = (
         select(Task.seq, Task.job_id)
         .where(Task.not_before <= now, Task.status == TaskStatus.RETRIED)

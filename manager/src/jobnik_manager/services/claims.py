@@ -18,10 +18,9 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.claim import claim_rows, claim_statement
-from ..db.engine import Database
+from ..db.engine import Database, now_in
 from ..db.first_claim import context_statement, stages_and_jobs, start_statement
 from ..db.models import Job, Stage
-from ..db.types import utcnow
 from ..domain.announcements import ANNOUNCED, announcing
 from ..domain.leases import DEFAULT_LEASE
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
@@ -40,7 +39,7 @@ async def claim_tasks(
 ) -> list[Any]:
     """Claim up to `limit` tasks of these stage types: highest job priority, then oldest.
     Each row holds the claimed task's columns."""
-    now = utcnow()
+    now = now_in(s)
     rows = await claim_rows(
         s, stage_types, limit, now=now, lease=lease or DEFAULT_LEASE, worker=worker
     )
@@ -90,7 +89,7 @@ async def claim(
             return await _with_context(s, rows) if with_context and rows else Claimed(rows)
 
         return await db.transaction(claim_and_read)
-    now = utcnow()
+    now = db.clock.now()
     lease = lease or DEFAULT_LEASE
     single = len(stage_types) == 1
     params = {

@@ -11,8 +11,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.deferred import defer
+from ..db.engine import now_in
 from ..db.models import IDEMPOTENCY_KEYS
-from ..db.types import utcnow
 from ..domain.errors import IdempotencyKeyReused
 
 
@@ -53,7 +53,7 @@ async def remember(s: AsyncSession, key: str, print_: str, answer: StoredAnswer)
                 "fingerprint": print_,
                 "status_code": answer.status_code,
                 "response": answer.body,
-                "created_at": utcnow(),
+                "created_at": now_in(s),
             }
         ],
     )

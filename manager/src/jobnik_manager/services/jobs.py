@@ -11,8 +11,8 @@ from sqlalchemy import delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.bulk import insert_new
+from ..db.engine import now_in
 from ..db.models import Job, Stage, Task
-from ..db.types import utcnow
 from ..domain.errors import RuleViolation
 from ..domain.progress import job_percentage, resumed_job_status
 from ..domain.statuses import JobStatus, Priority, StageStatus
@@ -38,7 +38,7 @@ class CreatedJob:
 
 
 async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
-    now = utcnow()
+    now = now_in(s)
     job = Job(
         id=uuid.uuid4(),
         name=new.name,
@@ -98,7 +98,7 @@ async def replace_user_metadata(
 ) -> None:
     job = await load_job(s, job_id, lock=True)
     job.user_metadata = metadata
-    job.update_time = utcnow()
+    job.update_time = now_in(s)
 
 
 async def change_priority(s: AsyncSession, job_id: uuid.UUID, priority: Priority) -> bool:
@@ -107,7 +107,7 @@ async def change_priority(s: AsyncSession, job_id: uuid.UUID, priority: Priority
     if job.priority == priority:
         return False
     job.priority = priority
-    job.update_time = utcnow()
+    job.update_time = now_in(s)
     # The claim index orders by the task's copy of the priority.
     await s.execute(
         update(Task)
@@ -120,7 +120,7 @@ async def change_priority(s: AsyncSession, job_id: uuid.UUID, priority: Priority
 
 async def change_status(s: AsyncSession, job_id: uuid.UUID, target: JobStatus) -> None:
     """A person pauses, resumes or aborts the job."""
-    now = utcnow()
+    now = now_in(s)
     if target is JobStatus.ABORTED:
         await _abort(s, job_id, now)
         return

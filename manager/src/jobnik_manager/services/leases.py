@@ -11,8 +11,8 @@ from types import SimpleNamespace
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..db.engine import now_in
 from ..db.models import TASKS, Job
-from ..db.types import utcnow
 from ..domain.errors import DomainError, LeaseLost, TaskNotFound
 from ..domain.leases import DEFAULT_LEASE, lease_is_live
 from ..domain.statuses import JobStatus, TaskStatus
@@ -65,7 +65,7 @@ async def heartbeats(
 ) -> list[HeartbeatAnswer | DomainError]:
     """Extend many leases in one go: one locking SELECT and one executemany UPDATE.
     Answers each beat in order, with its own answer or error."""
-    now = utcnow()
+    now = now_in(s)
     ids = sorted({b.task_id for b in beats})
     rows = await s.execute(
         select(

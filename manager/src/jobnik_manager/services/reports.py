@@ -22,9 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.claim import TASK_COLUMNS
 from ..db.complete import complete_statement
-from ..db.engine import Database
+from ..db.engine import Database, now_in
 from ..db.models import TASKS
-from ..db.types import utcnow
 from ..domain.errors import DomainError, LeaseLost, TaskNotFound
 from ..domain.leases import lease_is_live
 from ..domain.progress import stage_outcome
@@ -112,7 +111,7 @@ async def _complete_fast(
         "ids": list(first),
         "leases": [items[i][1].lease_id for i in first.values()],
         "results": [_json_text(items[i][1].result) for i in first.values()],
-        "now": utcnow(),
+        "now": db.clock.now(),
     }
 
     rows = await db.direct(complete_statement(), params)
@@ -127,7 +126,7 @@ async def settle_reports(
     s: AsyncSession, items: Sequence[tuple[uuid.UUID, Report]], now: datetime | None = None
 ) -> list[TaskView | DomainError]:
     """Settle each report; answers, in order, the task as settled or why it was refused."""
-    now = now or utcnow()
+    now = now or now_in(s)
     ids = sorted({task_id for task_id, _ in items})
     rows = await s.execute(
         select(*TASK_COLUMNS).where(_TASKS.c.id.in_(ids)).order_by(_TASKS.c.id).with_for_update()

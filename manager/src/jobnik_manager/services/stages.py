@@ -13,8 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.bulk import insert_many, insert_new
+from ..db.engine import now_in
 from ..db.models import Job, Stage, Task
-from ..db.types import utcnow
 from ..domain.announcements import stage_awaits_approval, tasks_ready
 from ..domain.errors import IllegalTransition, RuleViolation
 from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
@@ -91,7 +91,7 @@ async def insert_stage(
 
 
 async def add_stage(s: AsyncSession, job_id: uuid.UUID, new: NewStage) -> CreatedStage:
-    now = utcnow()
+    now = now_in(s)
     # The job's row lock serialises concurrent appends, so orders never collide.
     job = await load_job(s, job_id, lock=True)
     if JobStatus(job.status).is_final:
@@ -178,13 +178,13 @@ def _new_ids(n: int) -> list[uuid.UUID]:
 
 async def add_tasks(s: AsyncSession, stage_id: uuid.UUID, new: Sequence[NewTask]) -> list[TaskRow]:
     job, stage = await lock_job_of_stage(s, stage_id)
-    return await insert_tasks(s, job, stage, new, utcnow())
+    return await insert_tasks(s, job, stage, new, now_in(s))
 
 
 async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
     """Set the stage PENDING: the approval of a WAITING stage, or an early start of a
     CREATED one. Only once the stage before it has completed."""
-    now = utcnow()
+    now = now_in(s)
     job, stage = await lock_job_of_stage(s, stage_id)
     current = StageStatus(stage.status)
     if current is StageStatus.PENDING:
@@ -218,7 +218,7 @@ async def replace_user_metadata(
 ) -> None:
     stage = await load_stage(s, stage_id, lock=True)
     stage.user_metadata = metadata
-    stage.update_time = utcnow()
+    stage.update_time = now_in(s)
 
 
 async def stages_of_job(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:

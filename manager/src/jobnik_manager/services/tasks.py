@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..db.engine import now_in
 from ..db.models import Task
-from ..db.types import utcnow
 from ..domain.statuses import TaskStatus
 from .loading import load_task
 from .pages import PageRequest, PageResult, paginate
@@ -22,7 +22,7 @@ async def replace_user_metadata(
 ) -> None:
     task = await load_task(s, task_id, lock=True)
     task.user_metadata = metadata
-    task.update_time = utcnow()
+    task.update_time = now_in(s)
 
 
 @dataclass(frozen=True, slots=True)
