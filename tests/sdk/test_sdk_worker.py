@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import signal
 import socket
 import time
 from datetime import timedelta
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -237,24 +239,41 @@ async def test_a_worker_idle_for_thousands_of_polls_stays_up() -> None:
 
 async def test_a_busy_worker_claims_again_at_once_and_an_idle_one_backs_off() -> None:
     fake = CountingFake()
-    slow_poll = Backoff(initial=timedelta(seconds=0.2), maximum=timedelta(seconds=0.4), jitter=0)
+    # In order: ("claim", tasks it brought) and ("pause", idle step) as the worker asks
+    # its poll backoff for a delay.
+    events: list[tuple[str, int]] = []
+    paused_thrice = asyncio.Event()
+
+    class Recorded(Backoff):
+        def delay(self, step: int, *, rng: random.Random | None = None) -> timedelta:
+            events.append(("pause", step))
+            return super().delay(step, rng=rng)
+
+    async def claim(stage_types: Any, **options: Any) -> list[Task]:
+        tasks = await CountingFake.claim(fake, stage_types, **options)
+        events.append(("claim", len(tasks)))
+        if sum(kind == "pause" for kind, _ in events) >= 3:
+            paused_thrice.set()
+        return tasks
+
+    fake.claim = claim  # type: ignore[method-assign]
 
     async def quick(data: dict[str, Any], ctx: TaskContext) -> None:
         return None
 
     job = await one_stage_job(fake, "q", *[NewTask() for _ in range(20)])
-    began = time.monotonic()
+    poll = Recorded(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
     # Plain polling: without long polls, an idle worker paces its claims by the backoff.
-    no_wait = timedelta(0)
-    async with worker(fake, "q", quick, poll_backoff=slow_poll, claim_wait=no_wait):
+    async with worker(fake, "q", quick, poll_backoff=poll, claim_wait=timedelta(0)):
         await fake.wait(job.id, poll_interval=timedelta(milliseconds=5), timeout=DEADLINE)
-        busy = time.monotonic() - began
-        fake.claims.clear()
-        await asyncio.sleep(1.5)
-    # 20 tasks, one claim each, with no idle wait between them.
-    assert busy < 0.2 * 5
-    # Idle: waits of 0.2, 0.4, 0.4 s... so a few claims in 1.5 s, never dozens.
-    assert 2 <= len(fake.claims) <= 6
+        await asyncio.wait_for(paused_thrice.wait(), DEADLINE.total_seconds())
+    pauses = [i for i, (kind, _) in enumerate(events) if kind == "pause"]
+    # Busy: every task was claimed before the worker first paused.
+    assert sum(n for kind, n in events[: pauses[0]] if kind == "claim") == 20
+    # Idle: one empty claim per pause, each pause a step longer than the one before.
+    assert all(events[a + 1 : b] == [("claim", 0)] for a, b in pairwise(pauses))
+    steps = [events[i][1] for i in pauses]
+    assert steps == list(range(steps[0], steps[0] + len(steps)))
 
 
 async def test_several_stage_types_are_served_in_the_managers_order() -> None:
@@ -371,7 +390,7 @@ async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_hand
     async def stuck(data: dict[str, Any], ctx: TaskContext) -> None:
         started.set()
         try:
-            await asyncio.sleep(60)
+            await asyncio.Event().wait()  # never ends of itself
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -380,9 +399,8 @@ async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_hand
     w = worker(fake, "stuck", stuck, shutdown_grace=timedelta(milliseconds=100))
     run = asyncio.create_task(w.run())
     await asyncio.wait_for(started.wait(), 5)
-    began = time.monotonic()
-    await w.shutdown()
-    assert time.monotonic() - began < 2
+    # Returns only by cancelling the handler once the grace period is over.
+    await asyncio.wait_for(w.shutdown(), DEADLINE.total_seconds())
     assert cancelled.is_set() and run.done()
     [task] = (await fake.list_tasks(stage_type="stuck")).items
     # Offered again at once, with its attempt unspent: a restart is not the task's fault.

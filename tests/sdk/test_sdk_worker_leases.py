@@ -135,11 +135,10 @@ async def test_aborting_the_job_cancels_the_handler_within_a_heartbeat_and_sends
         await asyncio.wait_for(started.wait(), 5)
         stage = await surface.get_stage(created.stage_id)
         await surface.abort(stage.job_id)
-        aborted_at = time.monotonic()
+        beats_before = len(spy.beats)
         await asyncio.wait_for(cancelled.wait(), 5)
-        took = time.monotonic() - aborted_at
-    # The next heartbeat (at most an interval away) hears of it; allow for its round trip.
-    assert took < interval.total_seconds() + 0.5
+        # The next heartbeat hears of it (or one that went out while the abort was made).
+        assert len(spy.beats) - beats_before <= 1
     assert spy.reports == []
     task = await surface.get_task(created.id)
     assert (task.status, task.attempts) == (TaskStatus.ABORTED, 0)
@@ -204,23 +203,23 @@ async def test_heartbeats_keep_a_claim_longer_than_its_lease(surface: Surface) -
 
 async def test_progress_goes_out_with_an_early_heartbeat(surface: Surface) -> None:
     kind = unique("progress")
-    seen_after: list[float] = []
+    seen: list[Task] = []
 
     async def report(data: dict[str, Any], ctx: TaskContext) -> None:
-        began = time.monotonic()
         await ctx.update_progress(40, phase="half")
 
         async def recorded() -> Task | None:
             task = await surface.get_task(ctx.task.id)
             return task if task.progress == 40 else None
 
-        await eventually(recorded, "the progress to reach the manager")
-        seen_after.append(time.monotonic() - began)
+        seen.append(await eventually(recorded, "the progress to reach the manager"))
 
     created = await one_task(surface, kind)
-    async with worker(surface, kind, report, heartbeat_interval=timedelta(seconds=10)):
+    # Heartbeats an hour apart: only an early one reaches the manager while the handler runs.
+    hour = timedelta(hours=1)
+    async with worker(surface, kind, report, lease=2 * hour, heartbeat_interval=hour):
         task = await eventually(in_status(surface, created.id, TaskStatus.COMPLETED), "completion")
-    assert seen_after and seen_after[0] < 3, "sent early, not at the 10 s heartbeat"
+    assert len(seen) == 1, "sent early, not at the hourly heartbeat"
     assert task.user_metadata == {"progress": 40, "phase": "half"}
 
 
