@@ -56,7 +56,7 @@ def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.heartbeat_interval == timedelta(seconds=15)
     assert settings.name == "tiler-7"
     assert settings.claim_wait == timedelta(0)
-    assert build_worker(settings, FakeJobnik())._claimer.long_polls is False
+    assert build_worker(settings, FakeJobnik()).long_polls is False
 
 
 @pytest.mark.parametrize(
@@ -81,6 +81,5 @@ def test_rabbitmq_settings_reach_the_worker(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("WORKER_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
     monkeypatch.setenv("WORKER_SAFETY_POLL_SECONDS", "12")
     worker = build_worker(WorkerSettings(_env_file=None), FakeJobnik())  # type: ignore[call-arg]
-    assert worker._wakeups is not None
-    assert worker._wakeups.amqp_url == "amqp://guest:guest@127.0.0.1:5672/"
-    assert worker._safety_poll == timedelta(seconds=12)
+    assert worker.amqp_url == "amqp://guest:guest@127.0.0.1:5672/"
+    assert worker.safety_poll == timedelta(seconds=12)

@@ -230,6 +230,22 @@ class Worker(Generic[DataT]):
         """How many claimed tasks are running or being reported right now."""
         return len(self._runners)
 
+    @property
+    def long_polls(self) -> bool:
+        """Whether an idle worker's claims wait at the manager for work: `claim_wait` is
+        above zero, the stage types fit in one claim, and the manager has not refused."""
+        return self._claimer.long_polls
+
+    @property
+    def amqp_url(self) -> str | None:
+        """The RabbitMQ the worker listens on for wake-ups, if any."""
+        return self._wakeups.amqp_url if self._wakeups else None
+
+    @property
+    def safety_poll(self) -> timedelta:
+        """How often a worker that hears wake-ups claims anyway, in case one was lost."""
+        return self._safety_poll
+
     # ---- lifecycle ----------------------------------------------------------------------
 
     async def run(self) -> None:
