@@ -41,3 +41,18 @@ def test_migrate_command(tmp_path: Path) -> None:
         )
     }
     assert {"jobs", "stages", "tasks", "alembic_version"} <= tables
+
+
+def test_serve_refuses_a_database_behind_its_migrations(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'behind.db'}"
+    done = subprocess.run(
+        [sys.executable, "-m", "jobnik_manager.cli", "serve"],
+        env={"JOBNIK_DATABASE_URL": url, "JOBNIK_AUTO_MIGRATE": "false", "PATH": ""},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert "has never been migrated" in last and "jobnik-manager migrate" in last, done.stderr
+    assert "Traceback" not in done.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
 from jobnik_manager.app import create_app
@@ -23,6 +25,25 @@ async def test_unreachable_database_is_503() -> None:
                 assert response.status_code == 503
                 assert response.json()["code"] == "DATABASE_RELATED_ERROR"
             ready = await client.get("/readiness")
-            assert ready.status_code == 503 and ready.json()["code"] == "NOT_READY"
+            assert ready.status_code == 503 and ready.json() == {
+                "message": "the database cannot be reached",
+                "code": "NOT_READY",
+            }
+    finally:
+        await db.dispose()
+
+
+async def test_a_database_behind_the_migrations_is_not_ready(tmp_path: Path) -> None:
+    """Reachable but never migrated (an empty database): readiness says so in words."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
+    db = Database(url)
+    app = create_app(Settings(database_url=url), database=db)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://m") as client:
+            ready = await client.get("/readiness")
+            assert ready.status_code == 503
+            assert ready.json()["code"] == "NOT_READY"
+            assert "jobnik-manager migrate" in ready.json()["message"]
     finally:
         await db.dispose()

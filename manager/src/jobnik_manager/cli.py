@@ -26,6 +26,8 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
             raise SystemExit("--demo runs in a single process; leave out --workers")
     if settings.migrate_on_start:
         migrate.upgrade(settings.database_url)
+    else:
+        _refuse_unless_migrated(settings)
     if workers > 1:
         # Each process builds its own app from the same environment.
         uvicorn.run(
@@ -50,6 +52,35 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
         log_level=settings.log_level,
         access_log=not demo,
     )
+
+
+def _refuse_unless_migrated(settings: Settings) -> None:
+    """Stop with one line when the database is reachable but behind this code's
+    migrations; one that cannot be reached yet is left to the readiness probe."""
+    import asyncio
+
+    from sqlalchemy.engine import make_url
+
+    from .db.engine import make_engine
+
+    async def revision() -> str | None:
+        engine = make_engine(settings.database_url, pool_size=1)
+        try:
+            return await migrate.current(engine)
+        finally:
+            await engine.dispose()
+
+    try:
+        at = asyncio.run(revision())
+    except Exception as exc:
+        logging.getLogger("jobnik_manager").warning(
+            "database not reachable at start (%s); serving, not ready until it is", exc
+        )
+        return
+    latest = migrate.head()
+    if at != latest:
+        name = make_url(settings.database_url).render_as_string(hide_password=True)
+        raise SystemExit(migrate.behind_message(name, at, latest))
 
 
 def served_app(settings: Settings | None = None) -> FastAPI:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
+from ...db import migrate
 from ..deps import DatabaseDep
 
 router = APIRouter(tags=["health"])
@@ -17,11 +18,17 @@ async def liveness() -> dict[str, str]:
 
 @router.get("/readiness", response_model=None)
 async def readiness(db: DatabaseDep) -> dict[str, str] | JSONResponse:
+    """Ready when the database answers and is at the revision this code expects."""
     try:
-        await db.ping()
-    except Exception as exc:  # any failure to reach the database means not ready
-        return JSONResponse(
-            {"message": f"database unreachable: {type(exc).__name__}", "code": "NOT_READY"},
-            status_code=503,
+        at = await migrate.current(db.engine)
+    except Exception:  # any failure to reach the database means not ready
+        return _not_ready("the database cannot be reached")
+    if at != migrate.head():
+        return _not_ready(
+            "the database is not at the latest revision: run `jobnik-manager migrate`"
         )
     return {"status": "ok"}
+
+
+def _not_ready(message: str) -> JSONResponse:
+    return JSONResponse({"message": message, "code": "NOT_READY"}, status_code=503)
