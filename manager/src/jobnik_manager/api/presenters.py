@@ -14,7 +14,7 @@ from fastapi import Response
 from pydantic import TypeAdapter
 
 from ..db.models import Event, Job, Stage, Task
-from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
+from ..domain.statuses import TaskStatus
 from .schemas import EventOut, JobOut, StageOut, SummaryOut, TaskOut
 
 
@@ -24,7 +24,7 @@ def task_out(t: Task) -> TaskOut:
         stage_id=t.stage_id,
         data=t.data,
         user_metadata=t.user_metadata,
-        status=TaskStatus(t.status),
+        status=t.status,
         attempts=t.attempts,
         max_attempts=t.max_attempts,
         creation_time=t.creation_time,
@@ -83,7 +83,7 @@ def stage_out(st: Stage, tasks: list[Task] | None = None) -> StageOut:
         order=st.stage_order,
         data=st.data,
         user_metadata=st.user_metadata,
-        status=StageStatus(st.status),
+        status=st.status,
         percentage=st.percentage,
         summary=summary_out(st),
         traceparent=st.traceparent,
@@ -99,8 +99,8 @@ def job_out(j: Job, stages: list[StageOut] | None = None) -> JobOut:
         name=j.name,
         data=j.data,
         user_metadata=j.user_metadata,
-        priority=Priority(j.priority),
-        status=JobStatus(j.status),
+        priority=j.priority,
+        status=j.status,
         percentage=j.percentage,
         creation_time=j.creation_time,
         update_time=j.update_time,

@@ -15,6 +15,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import (
     ARRAY,
+    Table,
     Text,
     Uuid,
     any_,
@@ -34,7 +35,7 @@ from ..domain.statuses import JobStatus, StageStatus
 from .claim import EVENT_COLUMNS
 from .direct import DirectStatement
 from .models import EVENTS, JOBS, OUTBOX, STAGES, Job, Stage
-from .types import UtcDateTime
+from .types import EnumText, UtcDateTime
 
 _PENDING, _RUNNING = StageStatus.PENDING.value, StageStatus.IN_PROGRESS.value
 assert JobStatus.PENDING.value == _PENDING and JobStatus.IN_PROGRESS.value == _RUNNING
@@ -137,13 +138,20 @@ def context_statement() -> DirectStatement:
 
 
 def stages_and_jobs(rows: list[asyncpg.Record]) -> tuple[list[Stage], list[Job]]:
-    """The rows of `context_statement` as (detached) model objects, each job once."""
-    stage_columns = [c.name for c in STAGES.c]
-    job_columns = [c.name for c in JOBS.c]
+    """The rows of `context_statement` as (detached) model objects, each job once; their
+    statuses and priority as the enums the columns read back through SQLAlchemy."""
     stages: list[Stage] = []
     jobs: dict[Any, Job] = {}
     for r in rows:
-        stages.append(Stage(**{name: r[name] for name in stage_columns}))
+        stages.append(Stage(**_values(STAGES, r)))
         if r["job_id"] not in jobs:
-            jobs[r["job_id"]] = Job(**{name: r[f"job_{name}"] for name in job_columns})
+            jobs[r["job_id"]] = Job(**_values(JOBS, r, prefix="job_"))
     return stages, list(jobs.values())
+
+
+def _values(table: Table, r: asyncpg.Record, prefix: str = "") -> dict[str, Any]:
+    values = {c.name: r[prefix + c.name] for c in table.c}
+    for c in table.c:
+        if isinstance(c.type, EnumText):
+            values[c.name] = c.type.coerce(values[c.name])
+    return values

@@ -24,7 +24,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from .types import JsonColumn, UtcDateTime
+from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
+from .types import EnumText, JsonColumn, UtcDateTime
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -48,8 +49,8 @@ class Job(Base):
     name: Mapped[str] = mapped_column(String(50), index=True)
     data: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
     user_metadata: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
-    priority: Mapped[str] = mapped_column(String(16))
-    status: Mapped[str] = mapped_column(String(16))
+    priority: Mapped[Priority] = mapped_column(EnumText(Priority))
+    status: Mapped[JobStatus] = mapped_column(EnumText(JobStatus))
     percentage: Mapped[int] = mapped_column(SmallInteger, default=0)
     traceparent: Mapped[str] = mapped_column(String(55))
     tracestate: Mapped[str | None] = mapped_column(String(512))
@@ -67,7 +68,7 @@ class Stage(Base):
     stage_order: Mapped[int] = mapped_column(Integer)
     data: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
     user_metadata: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[StageStatus] = mapped_column(EnumText(StageStatus))
     percentage: Mapped[int] = mapped_column(SmallInteger, default=0)
     # The summary, kept in step with the tasks inside every transaction that moves one.
     created: Mapped[int] = mapped_column(Integer, default=0)
@@ -123,7 +124,7 @@ class Task(Base):
     stage_type: Mapped[str] = mapped_column(String(50))
     priority_rank: Mapped[int] = mapped_column(SmallInteger)
     claimable: Mapped[bool] = mapped_column(Boolean, default=False)
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[TaskStatus] = mapped_column(EnumText(TaskStatus))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer)
     data: Mapped[dict[str, Any]] = mapped_column(JsonColumn)

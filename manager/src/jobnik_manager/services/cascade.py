@@ -73,7 +73,7 @@ async def recount(s: AsyncSession, stage_ids: list[uuid.UUID], now: datetime) ->
     )
     counts: dict[uuid.UUID, dict[TaskStatus, int]] = {sid: {} for sid in stage_ids}
     for stage_id, status, n in rows:
-        counts[stage_id][TaskStatus(status)] = n
+        counts[stage_id][status] = n
     for stage_id, by_status in counts.items():
         summary = Summary.of(by_status)
         await s.execute(
@@ -116,7 +116,7 @@ async def job_stages(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
 async def move_stage(
     s: AsyncSession, stage: Stage, target: StageStatus, now: datetime, actor: Actor = Actor.SYSTEM
 ) -> None:
-    previous = StageStatus(stage.status)
+    previous = stage.status
     ensure_stage_transition(previous, target, actor)
     stage.status = target
     stage.update_time = now
@@ -126,7 +126,7 @@ async def move_stage(
 async def move_job(
     s: AsyncSession, job: Job, target: JobStatus, now: datetime, actor: Actor = Actor.SYSTEM
 ) -> None:
-    previous = JobStatus(job.status)
+    previous = job.status
     ensure_job_transition(previous, target, actor)
     job.status = target
     job.update_time = now
@@ -135,7 +135,7 @@ async def move_job(
 
 async def settle_stage(s: AsyncSession, stage: Stage, now: datetime) -> None:
     """After a task of `stage` changed: complete or fail the stage if it is done."""
-    if StageStatus(stage.status).is_final:
+    if stage.status.is_final:
         return
     outcome = stage_outcome(summary_of(stage))
     if outcome is StageStatus.COMPLETED:
@@ -153,18 +153,16 @@ async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime)
     stages = await job_stages(s, job.id)
     by_order = {st.stage_order: st for st in stages}
     current = stage
-    if StageStatus(current.status) is not StageStatus.COMPLETED:
+    if current.status is not StageStatus.COMPLETED:
         await move_stage(s, current, StageStatus.COMPLETED, now)
     by_order[current.stage_order] = current
     while True:
         nxt = by_order.get(current.stage_order + 1)
-        turn = next_stage_turn(
-            StageStatus(nxt.status) if nxt else None, summary_of(nxt).total if nxt else 0
-        )
+        turn = next_stage_turn(nxt.status if nxt else None, summary_of(nxt).total if nxt else 0)
         if turn is Turn.ACTIVATE:
             assert nxt is not None
             await move_stage(s, nxt, StageStatus.PENDING, now)
-            await open_stage_for_claims(s, nxt, JobStatus(job.status), now)
+            await open_stage_for_claims(s, nxt, job.status, now)
             break
         if turn is Turn.COMPLETE_EMPTY:
             assert nxt is not None
@@ -177,10 +175,10 @@ async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime)
             stage_awaits_approval(
                 s.info, job_id=job.id, stage_id=nxt.id, stage_type=nxt.type, now=now
             )
-        if turn is Turn.JOB_DONE and JobStatus(job.status) is not JobStatus.PAUSED:
+        if turn is Turn.JOB_DONE and job.status is not JobStatus.PAUSED:
             await move_job(s, job, JobStatus.COMPLETED, now)
         break
-    job.percentage = job_percentage([StageStatus(st.status) for st in by_order.values()])
+    job.percentage = job_percentage([st.status for st in by_order.values()])
     job.update_time = now
 
 

@@ -91,4 +91,4 @@ async def jobs_allowing_claims(s: AsyncSession, job_ids: Iterable[uuid.UUID]) ->
         .order_by(Job.id)
         .with_for_update(read=True)
     )
-    return {job_id for job_id, status in rows if JobStatus(status) in CLAIMING_JOB_STATUSES}
+    return {job_id for job_id, status in rows if status in CLAIMING_JOB_STATUSES}

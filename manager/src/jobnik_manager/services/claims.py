@@ -46,8 +46,8 @@ async def claim_tasks(
     if not rows:
         return []
     target = TaskStatus.IN_PROGRESS
-    await insert_rows(s, [task_row(r, TaskStatus(r.previous), target, now, None) for r in rows])
-    deltas = summaries.moves([(r.stage_id, TaskStatus(r.previous), target) for r in rows])
+    await insert_rows(s, [task_row(r, r.previous, target, now, None) for r in rows])
+    deltas = summaries.moves([(r.stage_id, r.previous, target) for r in rows])
     stages = await summaries.bump(s, deltas, now)
     # The summary UPDATE holds the stage's lock: a PENDING stage seen here starts now.
     unstarted = [st for st in stages if st.status is StageStatus.PENDING]

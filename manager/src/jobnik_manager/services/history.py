@@ -36,7 +36,7 @@ async def job_moved(
 ) -> None:
     await insert_rows(
         s,
-        [_row(Entity.JOB, job.id, job.id, previous, JobStatus(job.status), now, reason=reason)],
+        [_row(Entity.JOB, job.id, job.id, previous, job.status, now, reason=reason)],
     )
 
 
@@ -51,7 +51,7 @@ async def stage_moved(
                 stage.id,
                 stage.job_id,
                 previous,
-                StageStatus(stage.status),
+                stage.status,
                 now,
                 stage_id=stage.id,
                 stage_type=stage.type,
@@ -67,7 +67,7 @@ async def task_moved(
     now: datetime,
     reason: str | None = None,
 ) -> None:
-    await insert_rows(s, [task_row(task, previous, TaskStatus(task.status), now, reason)])
+    await insert_rows(s, [task_row(task, previous, task.status, now, reason)])
 
 
 async def tasks_created(

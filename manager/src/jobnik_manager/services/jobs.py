@@ -125,7 +125,7 @@ async def change_status(s: AsyncSession, job_id: uuid.UUID, target: JobStatus) -
         await _abort(s, job_id, now)
         return
     job = await load_job(s, job_id, lock=True)
-    previous = JobStatus(job.status)
+    previous = job.status
     ensure_job_transition(previous, target, Actor.USER)
     if target is JobStatus.PAUSED:
         job.status = JobStatus.PAUSED
@@ -140,15 +140,15 @@ async def _abort(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
     # Tasks first, the job row last: a worker settling a task holds that task and then
     # takes the job, so taking the job first here would deadlock with every report.
     seen = await load_job(s, job_id)
-    ensure_job_transition(JobStatus(seen.status), JobStatus.ABORTED, Actor.USER)
+    ensure_job_transition(seen.status, JobStatus.ABORTED, Actor.USER)
     await abort_unfinished(s, job_id, now)
     job = await load_job(s, job_id, lock=True)
     # The job may have finished while its tasks were being aborted; then nothing happens.
-    previous = JobStatus(job.status)
+    previous = job.status
     ensure_job_transition(previous, JobStatus.ABORTED, Actor.USER)
     job.status = JobStatus.ABORTED
     await job_moved(s, job, previous, now)
-    job.percentage = job_percentage([StageStatus(st.status) for st in await job_stages(s, job_id)])
+    job.percentage = job_percentage([st.status for st in await job_stages(s, job_id)])
     job.update_time = now
 
 
@@ -157,15 +157,15 @@ async def _resume(s: AsyncSession, job: Job, now: datetime) -> None:
     started = (
         await s.execute(select(exists().where(Task.job_id == job.id, Task.start_time.is_not(None))))
     ).scalar_one()
-    implied = resumed_job_status([StageStatus(st.status) for st in stages], bool(started))
+    implied = resumed_job_status([st.status for st in stages], bool(started))
     job.status = implied
     if implied is JobStatus.COMPLETED:
         job.percentage = 100
         return
     for stage in stages:
-        if StageStatus(stage.status).is_active:
+        if stage.status.is_active:
             await open_stage_for_claims(s, stage, implied, now)
-        elif StageStatus(stage.status) is StageStatus.COMPLETED:
+        elif stage.status is StageStatus.COMPLETED:
             continue
         else:
             break
@@ -173,7 +173,7 @@ async def _resume(s: AsyncSession, job: Job, now: datetime) -> None:
 
 async def delete_job(s: AsyncSession, job_id: uuid.UUID) -> None:
     job = await load_job(s, job_id, lock=True)
-    if not JobStatus(job.status).is_final:
+    if not job.status.is_final:
         raise RuleViolation(
             f"Job is {job.status}; only a COMPLETED, FAILED or ABORTED job can be deleted",
             code="JOB_NOT_IN_FINITE_STATE",

@@ -91,8 +91,8 @@ async def heartbeats(
         if task is None:
             answers.append(TaskNotFound())
             continue
-        job_status = JobStatus(task.job_status)
-        status = TaskStatus(task.status)
+        job_status = task.job_status
+        status = task.status
         if status is TaskStatus.ABORTED and task.lease_id == beat.lease_id:
             answers.append(HeartbeatAnswer(task.lease_expires_at or now, True, job_status))
             continue

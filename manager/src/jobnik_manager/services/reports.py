@@ -150,7 +150,7 @@ async def settle_reports(
         answers.append(task)
         if outcome is None:
             continue  # a repeated completion: answered as it stands
-        previous = TaskStatus(task.status)
+        previous = task.status
         _apply(task, r, outcome, now)
         if task.status is TaskStatus.RETRIED and task.not_before is None:
             reopened.append(task)
@@ -178,7 +178,7 @@ async def settle_reports(
 
 def _decide(task: TaskView, r: Report, now: datetime) -> ReportOutcome | None:
     """The outcome of `r` for `task`, None when it repeats a completion, or an error."""
-    current = TaskStatus(task.status)
+    current = task.status
     if r.lease_id is not None and not lease_is_live(
         current, task.lease_id, task.lease_expires_at, r.lease_id, now
     ):

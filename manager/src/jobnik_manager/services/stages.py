@@ -17,7 +17,7 @@ from ..db.engine import now_in
 from ..db.models import Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval, tasks_ready
 from ..domain.errors import IllegalTransition, RuleViolation
-from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
+from ..domain.statuses import StageStatus, TaskStatus
 from ..domain.transitions import Actor, ensure_stage_transition
 from .cascade import bump_summary, complete_stage, job_stages, open_stage_for_claims, summary_of
 from .claimability import claimable_when_created
@@ -39,7 +39,7 @@ class CreatedStage:
 
 def _turn_has_come(previous: Stage | None) -> bool:
     """A new stage's turn has come if it is first, or if every stage before it is done."""
-    return previous is None or StageStatus(previous.status) is StageStatus.COMPLETED
+    return previous is None or previous.status is StageStatus.COMPLETED
 
 
 def _initial_status(new: NewStage, previous: Stage | None) -> StageStatus:
@@ -94,7 +94,7 @@ async def add_stage(s: AsyncSession, job_id: uuid.UUID, new: NewStage) -> Create
     now = now_in(s)
     # The job's row lock serialises concurrent appends, so orders never collide.
     job = await load_job(s, job_id, lock=True)
-    if JobStatus(job.status).is_final:
+    if job.status.is_final:
         raise RuleViolation(
             f"Job is {job.status}; stages cannot be added to a finished job",
             code="JOB_IN_FINITE_STATE",
@@ -122,7 +122,7 @@ async def insert_tasks(
     """Insert the stage's new tasks and their events, a constant number of statements
     whatever their number (multi-row INSERTs, no ORM object per task). `counted`: the
     stage's summary already counts them (a stage created with its tasks)."""
-    status = StageStatus(stage.status)
+    status = stage.status
     if status.is_final:
         raise RuleViolation(
             f"Stage is {stage.status}; tasks cannot be added to a finished stage",
@@ -133,8 +133,8 @@ async def insert_tasks(
             "Tasks cannot be added to a stage that is IN_PROGRESS",
             code="NOT_ALLOWED_TO_ADD_TASKS_TO_IN_PROGRESS_STAGE",
         )
-    claimable = claimable_when_created(status, JobStatus(job.status))
-    rank = Priority(job.priority).rank
+    claimable = claimable_when_created(status, job.status)
+    rank = job.priority.rank
     ids = _new_ids(len(new))
     rows: list[TaskRow] = [
         {
@@ -186,10 +186,10 @@ async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
     CREATED one. Only once the stage before it has completed."""
     now = now_in(s)
     job, stage = await lock_job_of_stage(s, stage_id)
-    current = StageStatus(stage.status)
+    current = stage.status
     if current is StageStatus.PENDING:
         return
-    if JobStatus(job.status).is_final:
+    if job.status.is_final:
         raise IllegalTransition("STAGE", current, StageStatus.PENDING)
     ensure_stage_transition(current, StageStatus.PENDING, Actor.USER)
     if stage.stage_order > 1:
@@ -210,7 +210,7 @@ async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
     if summary_of(stage).total == 0:
         await complete_stage(s, job, stage, now)  # nothing to run: its turn passes at once
     else:
-        await open_stage_for_claims(s, stage, JobStatus(job.status), now)
+        await open_stage_for_claims(s, stage, job.status, now)
 
 
 async def replace_user_metadata(

@@ -70,5 +70,5 @@ async def bump(
             await s.execute(
                 update(_STAGES).where(_STAGES.c.id == stage_id).values(percentage=share)
             )
-        out.append(StageCounts(stage_id, row.job_id, StageStatus(row.status), summary))
+        out.append(StageCounts(stage_id, row.job_id, row.status, summary))
     return out
