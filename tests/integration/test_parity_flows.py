@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from pydantic.alias_generators import to_camel
+
 from jobnik_manager.db.engine import Database
+from jobnik_manager.domain.summary import COUNTERS
 
 from ..support.api import Api, unique
 from ..support.invariants import assert_invariants
 
-ZERO = {"pending": 0, "inProgress": 0, "completed": 0, "failed": 0, "created": 0, "retried": 0}
+ZERO = {to_camel(name): 0 for name in COUNTERS}
 
 
 def summary(**counts: int) -> dict[str, int]:
-    s = {**ZERO, "aborted": 0, **counts}
+    s = {**ZERO, **counts}
     s["total"] = sum(v for k, v in s.items() if k != "total")
     return s
 

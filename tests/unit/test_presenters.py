@@ -22,7 +22,9 @@ from jobnik_manager.api.presenters import (
     task_out,
     task_response,
 )
+from jobnik_manager.api.schemas import SummaryOut
 from jobnik_manager.db.models import Job, Stage, Task
+from jobnik_manager.domain.summary import COUNTERS, Summary
 
 NOW = datetime(2026, 3, 1, 12, 30, 5, 123456, tzinfo=UTC)
 ROUND = datetime(2026, 3, 1, 12, 30, 5, tzinfo=UTC)  # no microseconds: written without
@@ -122,13 +124,7 @@ def _stage(**extra: Any) -> Stage:
         "user_metadata": {"m": 1},
         "status": "PENDING",
         "percentage": 0,
-        "created": 0,
-        "pending": 2,
-        "in_progress": 0,
-        "retried": 0,
-        "completed": 0,
-        "failed": 0,
-        "aborted": 0,
+        **Summary(pending=2).counts(),
         "traceparent": REQUIRED["traceparent"],
         "tracestate": None,
         "creation_time": NOW,
@@ -153,6 +149,22 @@ def _job(**extra: Any) -> Job:
         "update_time": NOW,
     }
     return Job(**columns | extra)
+
+
+def test_the_summary_answers_every_counter_then_the_total() -> None:
+    assert list(SummaryOut.model_fields) == [*COUNTERS, "total"]
+    body = stage_body(_stage(created=1, completed=3, failed=1))["summary"]
+    # The wire's keys, in the wire's order.
+    assert list(body.items()) == [
+        ("pending", 2),
+        ("inProgress", 0),
+        ("completed", 3),
+        ("failed", 1),
+        ("created", 1),
+        ("retried", 0),
+        ("aborted", 0),
+        ("total", 7),
+    ]
 
 
 @pytest.mark.parametrize(

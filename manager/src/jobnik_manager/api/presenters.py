@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 
 from ..db.models import Event, Job, Stage, Task
 from ..domain.statuses import TaskStatus
+from ..domain.summary import Summary
 from .schemas import EventOut, JobOut, StageOut, SummaryOut, TaskOut
 
 
@@ -63,16 +64,8 @@ def event_out(e: Event) -> EventOut:
 
 
 def summary_out(st: Stage) -> SummaryOut:
-    counts = {
-        "pending": st.pending,
-        "in_progress": st.in_progress,
-        "completed": st.completed,
-        "failed": st.failed,
-        "created": st.created,
-        "retried": st.retried,
-        "aborted": st.aborted,
-    }
-    return SummaryOut(**counts, total=sum(counts.values()))
+    summary = Summary.of_columns(st)
+    return SummaryOut(**summary.counts(), total=summary.total)
 
 
 def stage_out(st: Stage, tasks: list[Task] | None = None) -> StageOut:

@@ -31,13 +31,13 @@ from sqlalchemy import (
 )
 
 from ..domain.statuses import StageStatus, TaskStatus
+from ..domain.summary import COUNTERS, summary_field
 from .claim import log_task_moves
 from .direct import DirectStatement
 from .models import STAGES, TASKS
 from .types import UtcDateTime
 
-_OPEN = ("created", "pending", "retried", "in_progress")
-_ALL = (*_OPEN, "completed", "failed", "aborted")
+_OPEN = tuple(summary_field(status) for status in TaskStatus if not status.is_final)
 
 
 @cache
@@ -76,7 +76,7 @@ def complete_statement() -> DirectStatement:
     )
     n = counted.c.n
     st = STAGES.c
-    total = sum((st[c] for c in _ALL[1:]), st[_ALL[0]])
+    total = sum((st[c] for c in COUNTERS[1:]), st[COUNTERS[0]])
     still_open = sum((st[c] for c in _OPEN[1:]), st[_OPEN[0]])
     bumped = (
         update(STAGES)

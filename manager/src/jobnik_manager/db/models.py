@@ -25,6 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
+from ..domain.summary import COUNTERS
 from .types import EnumText, JsonColumn, UtcDateTime
 
 NAMING = {
@@ -70,20 +71,19 @@ class Stage(Base):
     user_metadata: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
     status: Mapped[StageStatus] = mapped_column(EnumText(StageStatus))
     percentage: Mapped[int] = mapped_column(SmallInteger, default=0)
-    # The summary, kept in step with the tasks inside every transaction that moves one.
-    created: Mapped[int] = mapped_column(Integer, default=0)
-    pending: Mapped[int] = mapped_column(Integer, default=0)
-    in_progress: Mapped[int] = mapped_column(Integer, default=0)
-    retried: Mapped[int] = mapped_column(Integer, default=0)
-    completed: Mapped[int] = mapped_column(Integer, default=0)
-    failed: Mapped[int] = mapped_column(Integer, default=0)
-    aborted: Mapped[int] = mapped_column(Integer, default=0)
+    # The summary's counter columns are added below, one per `domain.summary.COUNTERS`.
     traceparent: Mapped[str] = mapped_column(String(55))
     tracestate: Mapped[str | None] = mapped_column(String(512))
     creation_time: Mapped[datetime] = mapped_column(UtcDateTime)
     update_time: Mapped[datetime] = mapped_column(UtcDateTime)
     # The retry policy its tasks get unless they bring their own.
     retry_policy: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
+
+
+# The summary, kept in step with the tasks inside every transaction that moves one: read
+# it with `Summary.of_columns(stage)`, write it with `**summary.counts()`.
+for _counter in COUNTERS:
+    setattr(Stage, _counter, mapped_column(_counter, Integer, nullable=False, default=0))
 
 
 class Task(Base):

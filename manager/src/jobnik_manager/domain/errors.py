@@ -16,11 +16,6 @@ class DomainError(Exception):
             self.code = code
 
 
-class ValidationFailed(DomainError):
-    code = "VALIDATION_ERROR"
-    http_status = 400
-
-
 class NotFound(DomainError):
     http_status = 404
 

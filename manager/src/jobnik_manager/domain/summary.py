@@ -1,21 +1,17 @@
-"""Stage summaries (task counts by status) and the percentages derived from them."""
+"""Stage summaries (task counts by status) and the percentages derived from them.
+
+`Summary`'s fields are the one definition of the counters (`COUNTERS`, in the wire's
+order): the stage table's columns, the API's summary, the counts kept in SQL and the
+presenters follow them. Each counts the tasks of one status, and is named as that status
+in lower case (`summary_field`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 from .statuses import TaskStatus
-
-# Summary field for each task status; the wire names are camelCase.
-_FIELD_OF = {
-    TaskStatus.CREATED: "created",
-    TaskStatus.PENDING: "pending",
-    TaskStatus.IN_PROGRESS: "in_progress",
-    TaskStatus.RETRIED: "retried",
-    TaskStatus.COMPLETED: "completed",
-    TaskStatus.FAILED: "failed",
-    TaskStatus.ABORTED: "aborted",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,32 +28,35 @@ class Summary:
 
     @property
     def total(self) -> int:
-        return sum(getattr(self, f.name) for f in fields(self))
+        return sum(self.counts().values())
 
-    def count(self, status: TaskStatus) -> int:
-        return int(getattr(self, _FIELD_OF[status]))
-
-    def added(self, status: TaskStatus, n: int = 1) -> Summary:
-        name = _FIELD_OF[status]
-        value = getattr(self, name) + n
-        if value < 0:
-            raise ValueError(f"summary count {name} would go negative")
-        return replace(self, **{name: value})
-
-    def moved(self, source: TaskStatus, target: TaskStatus, n: int = 1) -> Summary:
-        return self.added(source, -n).added(target, n)
+    def counts(self) -> dict[str, int]:
+        """The counters by name, in `COUNTERS` order."""
+        return {name: getattr(self, name) for name in COUNTERS}
 
     @classmethod
-    def of(cls, counts: dict[TaskStatus, int]) -> Summary:
-        return cls(**{_FIELD_OF[s]: n for s, n in counts.items()})
+    def of(cls, counts: Mapping[TaskStatus, int]) -> Summary:
+        return cls(**{summary_field(s): n for s, n in counts.items()})
+
+    @classmethod
+    def of_columns(cls, row: object) -> Summary:
+        """The summary held in a stage's counter columns (a model object or a row)."""
+        return cls(**{name: getattr(row, name) for name in COUNTERS})
 
     @property
     def all_completed(self) -> bool:
         return self.total > 0 and self.completed == self.total
 
 
+COUNTERS: tuple[str, ...] = tuple(f.name for f in fields(Summary))
+
+_FIELD_OF = {status: status.value.lower() for status in TaskStatus}
+if sorted(_FIELD_OF.values()) != sorted(COUNTERS):
+    raise AssertionError("one summary counter per task status, named as the status")
+
+
 def summary_field(status: TaskStatus) -> str:
-    """The summary column holding tasks of `status`."""
+    """The summary counter (and stage column) holding tasks of `status`."""
     return _FIELD_OF[status]
 
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.models import TASKS, Job, Stage, Task
+from ..db.models import STAGES, TASKS, Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval
 from ..domain.progress import Turn, job_percentage, next_stage_turn, stage_outcome
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
@@ -25,18 +25,6 @@ _NON_FINAL_TASK = [s for s in TaskStatus if not s.is_final]
 _NON_FINAL_STAGE = [s for s in StageStatus if not s.is_final]
 
 
-def summary_of(stage: Stage) -> Summary:
-    return Summary(
-        pending=stage.pending,
-        in_progress=stage.in_progress,
-        completed=stage.completed,
-        failed=stage.failed,
-        created=stage.created,
-        retried=stage.retried,
-        aborted=stage.aborted,
-    )
-
-
 async def bump_summary(
     s: AsyncSession, stage_id: uuid.UUID, moves: dict[TaskStatus, int], now: datetime
 ) -> Stage:
@@ -48,8 +36,8 @@ async def bump_summary(
     values: dict[str, object] = {"update_time": now}
     for status, delta in moves.items():
         if delta:
-            column = getattr(Stage, summary_field(status))
-            values[summary_field(status)] = column + delta
+            field = summary_field(status)
+            values[field] = STAGES.c[field] + delta
     stmt = (
         update(Stage)
         .where(Stage.id == stage_id)
@@ -58,7 +46,8 @@ async def bump_summary(
         .execution_options(populate_existing=True)
     )
     stage = (await s.execute(stmt)).scalar_one()
-    stage.percentage = percentage(stage.completed, summary_of(stage).total)
+    summary = Summary.of_columns(stage)
+    stage.percentage = percentage(summary.completed, summary.total)
     return stage
 
 
@@ -80,13 +69,7 @@ async def recount(s: AsyncSession, stage_ids: list[uuid.UUID], now: datetime) ->
             update(Stage)
             .where(Stage.id == stage_id)
             .values(
-                pending=summary.pending,
-                in_progress=summary.in_progress,
-                completed=summary.completed,
-                failed=summary.failed,
-                created=summary.created,
-                retried=summary.retried,
-                aborted=summary.aborted,
+                **summary.counts(),
                 percentage=percentage(summary.completed, summary.total),
                 update_time=now,
             )
@@ -137,7 +120,7 @@ async def settle_stage(s: AsyncSession, stage: Stage, now: datetime) -> None:
     """After a task of `stage` changed: complete or fail the stage if it is done."""
     if stage.status.is_final:
         return
-    outcome = stage_outcome(summary_of(stage))
+    outcome = stage_outcome(Summary.of_columns(stage))
     if outcome is StageStatus.COMPLETED:
         job = await load_job(s, stage.job_id, lock=True)
         await complete_stage(s, job, stage, now)
@@ -158,7 +141,9 @@ async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime)
     by_order[current.stage_order] = current
     while True:
         nxt = by_order.get(current.stage_order + 1)
-        turn = next_stage_turn(nxt.status if nxt else None, summary_of(nxt).total if nxt else 0)
+        turn = next_stage_turn(
+            nxt.status if nxt else None, Summary.of_columns(nxt).total if nxt else 0
+        )
         if turn is Turn.ACTIVATE:
             assert nxt is not None
             await move_stage(s, nxt, StageStatus.PENDING, now)

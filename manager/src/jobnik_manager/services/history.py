@@ -60,16 +60,6 @@ async def stage_moved(
     )
 
 
-async def task_moved(
-    s: AsyncSession,
-    task: Task,
-    previous: TaskStatus | None,
-    now: datetime,
-    reason: str | None = None,
-) -> None:
-    await insert_rows(s, [task_row(task, previous, task.status, now, reason)])
-
-
 async def tasks_created(
     s: AsyncSession,
     job_id: uuid.UUID,

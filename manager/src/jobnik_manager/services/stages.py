@@ -18,8 +18,9 @@ from ..db.models import Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval, tasks_ready
 from ..domain.errors import IllegalTransition, RuleViolation
 from ..domain.statuses import StageStatus, TaskStatus
+from ..domain.summary import Summary
 from ..domain.transitions import Actor, ensure_stage_transition
-from .cascade import bump_summary, complete_stage, job_stages, open_stage_for_claims, summary_of
+from .cascade import bump_summary, complete_stage, job_stages, open_stage_for_claims
 from .claimability import claimable_when_created
 from .history import stage_moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
@@ -66,14 +67,8 @@ async def insert_stage(
         user_metadata=new.user_metadata,
         status=_initial_status(new, previous),
         percentage=0,
-        created=0,
         # Counted here rather than by a summary UPDATE after its tasks are inserted.
-        pending=len(new.tasks),
-        in_progress=0,
-        retried=0,
-        completed=0,
-        failed=0,
-        aborted=0,
+        **Summary(pending=len(new.tasks)).counts(),
         traceparent=new.traceparent or new_traceparent(job.traceparent),
         tracestate=new.tracestate,
         creation_time=now,
@@ -207,7 +202,7 @@ async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
     stage.status = StageStatus.PENDING
     stage.update_time = now
     await stage_moved(s, stage, current, now)
-    if summary_of(stage).total == 0:
+    if Summary.of_columns(stage).total == 0:
         await complete_stage(s, job, stage, now)  # nothing to run: its turn passes at once
     else:
         await open_stage_for_claims(s, stage, job.status, now)

@@ -15,10 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.models import STAGES
 from ..domain.statuses import StageStatus, TaskStatus
-from ..domain.summary import Summary, percentage, summary_field
+from ..domain.summary import COUNTERS, Summary, percentage, summary_field
 
 _STAGES = STAGES
-_COUNTERS = tuple(summary_field(status) for status in TaskStatus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +59,11 @@ async def bump(
                     _STAGES.c.job_id,
                     _STAGES.c.status,
                     _STAGES.c.percentage,
-                    *(_STAGES.c[c] for c in _COUNTERS),
+                    *(_STAGES.c[c] for c in COUNTERS),
                 )
             )
         ).one()
-        summary = Summary(**{c: getattr(row, c) for c in _COUNTERS})
+        summary = Summary.of_columns(row)
         share = percentage(summary.completed, summary.total)
         if share != row.percentage:
             await s.execute(
