@@ -33,6 +33,7 @@ from ..schemas import (
     StageCreate,
     StageOut,
 )
+from ..transaction import in_transaction
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 ERRORS: dict[int | str, dict[str, object]] = {
@@ -74,7 +75,7 @@ async def find_jobs(
             ],
         )
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 @router.post(
@@ -113,12 +114,12 @@ async def get_job(db: DatabaseDep, jobId: uuid.UUID, should_return_stages: bool 
         stages = await stage_service.stages_of_job(s, jobId)
         return job_out(job, [stage_out(st) for st in stages])
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 @router.delete("/{jobId}", response_model=OkMessage, responses=ERRORS)
 async def delete_job(db: DatabaseDep, jobId: uuid.UUID) -> OkMessage:
-    await db.transaction(lambda s: job_service.delete_job(s, jobId))
+    await in_transaction(db, job_service.delete_job, jobId)
     return OkMessage(code="JOB_DELETED_SUCCESSFULLY")
 
 
@@ -126,7 +127,7 @@ async def delete_job(db: DatabaseDep, jobId: uuid.UUID) -> OkMessage:
 async def replace_job_user_metadata(
     db: DatabaseDep, jobId: uuid.UUID, metadata: Annotated[JsonObject, Body()]
 ) -> OkMessage:
-    await db.transaction(lambda s: job_service.replace_user_metadata(s, jobId, metadata))
+    await in_transaction(db, job_service.replace_user_metadata, jobId, metadata)
     return OkMessage(code="JOB_MODIFIED_SUCCESSFULLY")
 
 
@@ -138,9 +139,7 @@ async def replace_job_user_metadata(
 async def change_job_priority(
     db: DatabaseDep, jobId: uuid.UUID, payload: PriorityChange
 ) -> OkMessage | Response:
-    changed = await db.transaction(
-        lambda s: job_service.change_priority(s, jobId, payload.priority)
-    )
+    changed = await in_transaction(db, job_service.change_priority, jobId, payload.priority)
     if not changed:
         return Response(
             status_code=204, headers={"Reason": "Priority cannot be updated to the same value"}
@@ -153,7 +152,7 @@ async def change_job_status(
     db: DatabaseDep, jobId: uuid.UUID, payload: JobStatusChange
 ) -> OkMessage:
     target = JobStatus(payload.status)
-    await db.transaction(lambda s: job_service.change_status(s, jobId, target))
+    await in_transaction(db, job_service.change_status, jobId, target)
     return OkMessage(code="JOB_MODIFIED_SUCCESSFULLY")
 
 
@@ -173,7 +172,7 @@ async def get_job_stages(
         tasks = await tasks_by_stage(s, [st.id for st in stages])
         return [stage_out(st, tasks[st.id]) for st in stages]
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 @router.post(
@@ -219,7 +218,7 @@ async def get_job_events(
         result = await events_of_job(s, jobId, request)
         return Page[EventOut](total=result.total, items=[event_out(e) for e in result.items])
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 def _dump(payload: BaseModel) -> object:

@@ -29,6 +29,7 @@ from ..schemas import (
     TaskCreate,
     TaskOut,
 )
+from ..transaction import in_transaction
 
 router = APIRouter(prefix="/v1/stages", tags=["stages"])
 ERRORS: dict[int | str, dict[str, object]] = {
@@ -66,7 +67,7 @@ async def find_stages(
             ],
         )
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 @router.get(
@@ -82,7 +83,7 @@ async def get_stage(
         tasks = await stage_service.tasks_by_stage(s, [stageId])
         return stage_out(stage, tasks[stageId])
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 @router.get("/{stageId}/summary", response_model=SummaryOut, responses=ERRORS)
@@ -90,14 +91,14 @@ async def get_stage_summary(db: DatabaseDep, stageId: uuid.UUID) -> SummaryOut:
     async def work(s: AsyncSession) -> SummaryOut:
         return summary_out(await load_stage(s, stageId))
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 @router.patch("/{stageId}/user-metadata", response_model=OkMessage, responses=ERRORS)
 async def replace_stage_user_metadata(
     db: DatabaseDep, stageId: uuid.UUID, metadata: Annotated[JsonObject, Body()]
 ) -> OkMessage:
-    await db.transaction(lambda s: stage_service.replace_user_metadata(s, stageId, metadata))
+    await in_transaction(db, stage_service.replace_user_metadata, stageId, metadata)
     return OkMessage(code="STAGE_MODIFIED_SUCCESSFULLY")
 
 
@@ -105,7 +106,7 @@ async def replace_stage_user_metadata(
 async def change_stage_status(
     db: DatabaseDep, stageId: uuid.UUID, payload: StageStatusChange
 ) -> OkMessage:
-    await db.transaction(lambda s: stage_service.approve(s, stageId))
+    await in_transaction(db, stage_service.approve, stageId)
     return OkMessage(code="STAGE_MODIFIED_SUCCESSFULLY")
 
 
@@ -120,7 +121,7 @@ async def get_stage_tasks(db: DatabaseDep, stageId: uuid.UUID, page: PageDep) ->
         result = await stage_service.tasks_of_stage(s, stageId, page)
         return Page[TaskOut](total=result.total, items=[task_out(t) for t in result.items])
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 @router.post(

@@ -46,6 +46,7 @@ from ..schemas import (
     TaskOut,
     TaskStatusReport,
 )
+from ..transaction import in_transaction
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
 ERRORS: dict[int | str, dict[str, object]] = {
@@ -175,7 +176,7 @@ async def heartbeat_batch(db: DatabaseDep, payload: BatchHeartbeat) -> BatchHear
             ]
         )
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 def _error(exc: DomainError) -> ErrorMessage:
@@ -204,7 +205,7 @@ async def find_tasks(
         result = await task_service.find_tasks(s, f, page)
         return Page[TaskOut](total=result.total, items=[task_out(t) for t in result.items])
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 @router.get("/{taskId}", response_model=TaskOut, response_model_exclude_none=True, responses=ERRORS)
@@ -212,14 +213,14 @@ async def get_task(db: DatabaseDep, taskId: uuid.UUID) -> TaskOut:
     async def work(s: AsyncSession) -> TaskOut:
         return task_out(await load_task(s, taskId))
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
 
 
 @router.patch("/{taskId}/user-metadata", response_model=OkMessage, responses=ERRORS)
 async def replace_task_user_metadata(
     db: DatabaseDep, taskId: uuid.UUID, metadata: Annotated[JsonObject, Body()]
 ) -> OkMessage:
-    await db.transaction(lambda s: task_service.replace_user_metadata(s, taskId, metadata))
+    await in_transaction(db, task_service.replace_user_metadata, taskId, metadata)
     return OkMessage(code="TASK_MODIFIED_SUCCESSFULLY")
 
 
@@ -250,4 +251,4 @@ async def task_heartbeat(db: DatabaseDep, taskId: uuid.UUID, payload: Heartbeat)
             job_status=answer.job_status,
         )
 
-    return await db.transaction(work)
+    return await in_transaction(db, work)
