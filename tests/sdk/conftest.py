@@ -4,13 +4,14 @@ test holds the fake to the manager's behaviour."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import httpx
 import pytest
 
 from jobnik_manager.app import create_app
+from jobnik_manager.clock import Clock, ManualClock
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings
 from jobnik_sdk import Backoff, JobnikClient, RequestRetryPolicy
@@ -43,15 +44,34 @@ def surface_url(request: pytest.FixtureRequest) -> str | None:
 
 
 @pytest.fixture
-async def surface(surface_url: str | None) -> AsyncIterator[JobnikClient | FakeJobnik]:
+async def surface(
+    surface_url: str | None, clock: Clock
+) -> AsyncIterator[JobnikClient | FakeJobnik]:
     """The manager (through the SDK) on each backend, and the fake. Tests use unique
-    names and stage types, so rows left by earlier tests do not matter."""
+    names and stage types, so rows left by earlier tests do not matter. The manager's
+    time is `clock`."""
     if surface_url is None:
         yield FakeJobnik()
         return
-    database = Database(surface_url, pool_size=5)
+    database = Database(surface_url, pool_size=5, clock=clock)
     try:
         async with in_process_client(database) as client:
             yield client
     finally:
         await database.dispose()
+
+
+@pytest.fixture
+def advance(surface: JobnikClient | FakeJobnik, clock: Clock) -> Callable[[timedelta], None]:
+    """Moves the surface's time on, so leases and retry delays run out without a sleep:
+    the fake's clock, or the manager's (a test module that moves time gives a
+    `ManualClock` as its `clock` fixture)."""
+
+    def move(by: timedelta) -> None:
+        if isinstance(surface, FakeJobnik):
+            surface.advance(by)
+        else:
+            assert isinstance(clock, ManualClock), "the manager's clock must be a ManualClock"
+            clock.advance(by)
+
+    return move
