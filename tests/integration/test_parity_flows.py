@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic.alias_generators import to_camel
-
 from jobnik_manager.db.engine import Database
-from jobnik_manager.domain.summary import COUNTERS
 
 from ..support.api import Api, unique
 from ..support.invariants import assert_invariants
 
-ZERO = {to_camel(name): 0 for name in COUNTERS}
+ZERO = {"pending": 0, "inProgress": 0, "completed": 0, "failed": 0, "created": 0, "retried": 0}
 
 
 def summary(**counts: int) -> dict[str, int]:
-    s = {**ZERO, **counts}
+    s = {**ZERO, "aborted": 0, **counts}
     s["total"] = sum(v for k, v in s.items() if k != "total")
     return s
 
