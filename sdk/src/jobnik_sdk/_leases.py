@@ -45,6 +45,8 @@ class LeaseKeeper:
         self._interval = interval.total_seconds()
         self._log = log
         self._attempts: dict[uuid.UUID, Attempt] = {}
+        # When each kept lease runs out, on this process's monotonic clock, as last known.
+        self._good_until: dict[uuid.UUID, float] = {}
         self._progress = asyncio.Event()
         self._one_by_one = False
 
@@ -52,11 +54,13 @@ class LeaseKeeper:
         """Keep the attempt's lease from now on (a task claimed without one has none)."""
         if attempt.task.lease_id is not None:
             self._attempts[attempt.task.id] = attempt
+            self._good_until[attempt.task.id] = time.monotonic() + self._lease.total_seconds()
 
     def remove(self, attempt: Attempt) -> None:
         """Stop keeping the attempt's lease: its handler has finished."""
         if self._attempts.get(attempt.task.id) is attempt:
             del self._attempts[attempt.task.id]
+            self._good_until.pop(attempt.task.id, None)
 
     def progress_recorded(self) -> None:
         """Some handler has progress to send: beat early."""
@@ -103,17 +107,38 @@ class LeaseKeeper:
             for attempt in attempts
             if (lease_id := attempt.task.lease_id) is not None  # as `add` made sure
         ]
+        sent = time.monotonic()
+        deadline = self._deadline(attempts, sent)
         try:
-            answers = await self._renew(beats)
+            async with asyncio.timeout(deadline):
+                answers = await self._renew(beats)
         except (JobnikTransportError, ApiError) as exc:
             self._log.warning("heartbeat of %d task(s) failed: %s", len(beats), exc)
             return
+        except TimeoutError:
+            self._log.warning(
+                "heartbeat of %d task(s) got no answer within %.1f s; giving up before "
+                "their leases run out",
+                len(beats),
+                deadline,
+            )
+            return
+        renewed_until = sent + self._lease.total_seconds()
         by_task = {answer.task_id: answer for answer in answers}
         for attempt, beat in zip(attempts, beats, strict=True):
             answer = by_task.get(attempt.task.id)
             # One that finished meanwhile is being reported; its report settles the lease.
             if answer is not None and self._attempts.get(attempt.task.id) is attempt:
+                if answer.error is None:
+                    self._good_until[attempt.task.id] = renewed_until
                 self._heard(attempt, beat, answer)
+
+    def _deadline(self, attempts: list[Attempt], now: float) -> float:
+        """Seconds this beat may take: most of what is left of its earliest lease (a
+        tenth of the lease kept as a margin), and never more than an interval."""
+        lease = self._lease.total_seconds()
+        ends = min(self._good_until.get(a.task.id, now + lease) for a in attempts)
+        return max(0.05, min(self._interval, ends - now - lease / 10))
 
     def _heard(self, attempt: Attempt, beat: TaskHeartbeat, answer: HeartbeatOutcome) -> None:
         if answer.error is not None:

@@ -1,0 +1,63 @@
+"""A heartbeat that gets no answer gives up before the leases it renews run out, so
+the worker's next beat goes out on time."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from jobnik_sdk import Task
+from jobnik_sdk._attempt import Attempt
+from jobnik_sdk._leases import LeaseKeeper
+
+LEASE = timedelta(seconds=0.6)
+
+
+class SilentManager:
+    """A manager that takes heartbeats and never answers them."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.abandoned = 0
+
+    async def heartbeat_many(self, beats: Any, *, lease: timedelta) -> Any:
+        self.calls += 1
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.abandoned += 1
+            raise
+
+
+def _claimed_task() -> Task:
+    now = datetime.now(UTC)
+    return Task(
+        id=uuid.uuid4(),
+        stage_id=uuid.uuid4(),
+        data={},
+        status="IN_PROGRESS",
+        creation_time=now,
+        update_time=now,
+        lease_id=uuid.uuid4(),
+        lease_expires_at=now + LEASE,
+    )
+
+
+async def test_a_heartbeat_without_an_answer_gives_up_before_the_lease_ends() -> None:
+    manager = SilentManager()
+    log = logging.getLogger("test")
+    keeper = LeaseKeeper(
+        manager,  # type: ignore[arg-type]
+        lease=LEASE,
+        interval=timedelta(seconds=10),  # longer than the lease: the lease must bound it
+        log=log,
+    )
+    attempt = Attempt(_claimed_task(), log=log, on_progress=lambda: None)
+    keeper.add(attempt)
+    # The beat must return of itself while the lease still runs; the guard only keeps a
+    # failing test from hanging.
+    await asyncio.wait_for(keeper._beat([attempt]), timeout=LEASE.total_seconds())
+    assert manager.calls == 1 and manager.abandoned == 1
