@@ -28,6 +28,7 @@ from ._exceptions import (
     NonRetryableError,
     NotFoundError,
     RetryLaterError,
+    TaskOutcome,
     WaitTimeoutError,
 )
 from ._handler import Handler
@@ -92,6 +93,7 @@ __all__ = [
     "Task",
     "TaskContext",
     "TaskHeartbeat",
+    "TaskOutcome",
     "TaskReport",
     "TaskRetryPolicy",
     "TaskStatus",

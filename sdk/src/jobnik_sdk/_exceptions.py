@@ -8,10 +8,14 @@ JobnikError
 │   ├── IllegalTransitionError     400 ILLEGAL_*: not allowed in the entity's current status
 │   └── ConflictError              409: IDEMPOTENCY_KEY_REUSED, ...: the entity's state forbids it
 │       └── LeaseLostError         409 LEASE_LOST: the claim expired, or the task moved on
-├── WaitTimeoutError               wait() gave up before the job finished (also a TimeoutError)
-├── NonRetryableError              raised by a handler: fail the task now, whatever attempts remain
-└── RetryLaterError                raised by a handler: offer the task again after `delay`,
-                                   without spending an attempt
+└── WaitTimeoutError               wait() gave up before the job finished (also a TimeoutError)
+
+TaskOutcome                        raised by a handler to steer its task (not a JobnikError,
+│                                  so `except JobnikError` around client calls inside a
+│                                  handler does not swallow it)
+├── NonRetryableError              fail the task now, whatever attempts remain
+└── RetryLaterError                offer the task again after `delay`, without spending an
+                                   attempt
 
 `JobnikTransportError` and `JobnikValidationError` were named `TransportError` and
 `ValidationError`, as httpx and pydantic name errors of their own; `jobnik_sdk` answers
@@ -76,7 +80,13 @@ class WaitTimeoutError(JobnikError, TimeoutError):
     """`wait()` ran out of time before the job reached a final status."""
 
 
-class NonRetryableError(JobnikError):
+class TaskOutcome(Exception):
+    """Root of what a handler raises to steer its task's fate; the worker turns it into
+    the task's report. Outside `JobnikError`, so a handler's `except JobnikError` around
+    its own client calls cannot swallow it."""
+
+
+class NonRetryableError(TaskOutcome):
     """Raise from a handler when trying the task again cannot succeed (bad input, say).
 
     The worker reports the task FAILED with `retryable: false`, so it fails at once
@@ -84,7 +94,7 @@ class NonRetryableError(JobnikError):
     """
 
 
-class RetryLaterError(JobnikError):
+class RetryLaterError(TaskOutcome):
     """Raise from a handler to have the task offered again after `delay`, without
     spending one of its attempts (a rate limit, a resource not ready yet).
 
