@@ -69,7 +69,7 @@ def advance(surface: JobnikClient | FakeJobnik, clock: Clock) -> Callable[[timed
 
     def move(by: timedelta) -> None:
         if isinstance(surface, FakeJobnik):
-            surface.advance(by)
+            surface.clock.advance(by)
         else:
             assert isinstance(clock, ManualClock), "the manager's clock must be a ManualClock"
             clock.advance(by)

@@ -1,42 +1,81 @@
-"""jobnik_sdk.testing: the fake has the client's calls, and the context builders."""
+"""jobnik_sdk.testing: the fake manager under the real client, its clock, and the
+context builders."""
 
 from __future__ import annotations
 
-import inspect
+import uuid
 from datetime import timedelta
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
 from jobnik_sdk import (
+    ConflictError,
+    IllegalTransitionError,
     JobnikClient,
+    JobnikValidationError,
     LeaseLostError,
     NewStage,
     NewTask,
     NonRetryableError,
+    NotFoundError,
+    RequestRetryPolicy,
     TaskContext,
     TaskRetryPolicy,
     TaskStatus,
 )
-from jobnik_sdk.testing import FakeJobnik, make_context, run_handler
+from jobnik_sdk.testing import FakeClock, FakeJobnik, FakeManager, make_context, run_handler
 
 
-def _calls(cls: type) -> dict[str, inspect.Signature]:
-    return {
-        name: inspect.signature(member)
-        for name, member in inspect.getmembers(cls, inspect.isfunction)
-        if not name.startswith("_")
-    }
+async def test_any_client_on_the_fake_managers_transport_sees_the_same_manager() -> None:
+    fake = FakeJobnik()
+    job = await fake.create_job("shared", stages=[NewStage(type="s", tasks=[NewTask()])])
+    async with JobnikClient("http://anywhere", transport=fake.transport) as own:
+        assert (await own.get_job(job.id)).status.value == "PENDING"
+        task = await own.dequeue("s")
+    assert task is not None
+    other = fake.client(retry=RequestRetryPolicy(max_attempts=1))
+    assert isinstance(other, JobnikClient) and other.clock is fake.clock
+    assert (await other.get_task(task.id)).status is TaskStatus.IN_PROGRESS
+    manager = FakeManager()
+    assert (await FakeJobnik(manager).list_jobs()).total == 0, "a manager of its own"
 
 
-def test_the_fake_has_every_call_of_the_client_with_the_same_parameters() -> None:
-    client, fake = _calls(JobnikClient), _calls(FakeJobnik)
-    assert set(client) <= set(fake)
-    for name, signature in client.items():
-        expected = [(p.name, p.kind) for p in signature.parameters.values()]
-        actual = [(p.name, p.kind) for p in fake[name].parameters.values()]
-        assert actual == expected, name
+async def test_answers_are_the_managers_json_and_errors_its_codes() -> None:
+    fake = FakeManager()
+    async with httpx.AsyncClient(transport=fake.transport, base_url="http://fake") as http:
+        created = await http.post("/v1/jobs", json={"name": "raw", "data": {}})
+        assert created.status_code == 201
+        body = created.json()
+        assert (body["name"], body["status"], body["priority"]) == ("raw", "PENDING", "MEDIUM")
+        assert "stages" not in body and body["traceparent"].startswith("00-")
+        missing = await http.get(f"/v1/jobs/{uuid.uuid4()}")
+        assert (missing.status_code, missing.json()["code"]) == (404, "JOB_NOT_FOUND")
+        unknown = await http.post("/v1/jobs", json={"name": "raw", "data": {}, "colour": 1})
+        assert (unknown.status_code, unknown.json()["code"]) == (400, "VALIDATION_ERROR")
+        bad_id = await http.get("/v1/jobs/not-a-uuid")
+        assert (bad_id.status_code, bad_id.json()["code"]) == (400, "VALIDATION_ERROR")
+        assert (await http.get("/v1/nothing")).status_code == 404
+        assert (await http.delete("/v1/tasks/claim")).status_code == 405
+
+
+async def test_the_client_maps_the_fakes_refusals_to_its_errors() -> None:
+    fake = FakeJobnik()
+    with pytest.raises(NotFoundError):
+        await fake.get_stage(uuid.uuid4())
+    with pytest.raises(JobnikValidationError):
+        await fake.create_job("x")  # a name of 2 to 50 characters
+    job = await fake.create_job("done", stages=[NewStage(type="d", tasks=[NewTask()])])
+    await fake.abort(job.id)
+    with pytest.raises(IllegalTransitionError) as illegal:
+        await fake.pause(job.id)
+    assert illegal.value.message == "Illegal status transition from ABORTED to PAUSED"
+    await fake.create_job("keyed", idempotency_key="k-1")
+    with pytest.raises(ConflictError) as reused:
+        await fake.create_job("other", idempotency_key="k-1")
+    assert reused.value.code == "IDEMPOTENCY_KEY_REUSED"
 
 
 async def test_make_context_claims_a_task_in_a_fake() -> None:
@@ -99,9 +138,9 @@ async def test_the_fakes_clock_lets_leases_and_retry_delays_run_out() -> None:
     )
     task = await fake.dequeue("t", lease=timedelta(seconds=30))
     assert task is not None and task.lease_id is not None
-    fake.advance(timedelta(seconds=29))
+    fake.clock.advance(timedelta(seconds=29))
     await fake.heartbeat(task.id, task.lease_id)  # renewed for another 30 s
-    fake.advance(timedelta(seconds=31))
+    fake.clock.advance(31)
 
     expired = await fake.get_task(task.id)
     assert (expired.status, expired.attempts, expired.reason) == (
@@ -112,10 +151,21 @@ async def test_the_fakes_clock_lets_leases_and_retry_delays_run_out() -> None:
     with pytest.raises(LeaseLostError):
         await fake.heartbeat(task.id, task.lease_id)
     assert await fake.dequeue("t") is None, "the retry policy holds it back 10 s"
-    fake.advance(timedelta(seconds=10))
+    fake.clock.advance(timedelta(seconds=10))
     again = await fake.dequeue("t")
     assert again is not None and again.id == task.id and again.lease_id != task.lease_id
     reasons = [e.reason async for e in fake.iter_events(job.id) if e.to_status == "RETRIED"]
     assert reasons == ["lease expired"]
     with pytest.raises(ValueError):
-        fake.advance(timedelta(seconds=-1))
+        fake.clock.advance(timedelta(seconds=-1))
+
+
+def test_the_clock_moves_only_forward_and_advance_is_kept_with_a_warning() -> None:
+    clock = FakeClock()
+    before = clock.now()
+    clock.advance(timedelta(hours=1))
+    assert clock.now() - before >= timedelta(hours=1)
+    fake = FakeJobnik(FakeManager(clock))
+    with pytest.warns(DeprecationWarning, match="clock.advance"):
+        fake.advance(timedelta(hours=1))
+    assert clock.now() - before >= timedelta(hours=2)

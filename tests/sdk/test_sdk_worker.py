@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from jobnik_sdk import (
     Backoff,
+    ClaimedTasks,
     JobnikClient,
     JobnikTransportError,
     JobStatus,
@@ -203,10 +204,10 @@ class CountingFake(FakeJobnik):
         self.claims: list[float] = []
         self.limits: list[int] = []
 
-    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
+    async def claim_with_context(self, stage_types: Any, **options: Any) -> ClaimedTasks:
         self.claims.append(time.monotonic())
         self.limits.append(options["limit"])
-        return await super().claim(stage_types, **options)
+        return await super().claim_with_context(stage_types, **options)
 
 
 async def test_a_worker_idle_for_thousands_of_polls_stays_up() -> None:
@@ -215,13 +216,13 @@ async def test_a_worker_idle_for_thousands_of_polls_stays_up() -> None:
     # Delays far below a second, so 5,000 rounds pass quickly; their steps still grow.
     tiny = Backoff(initial=timedelta(microseconds=1), maximum=timedelta(microseconds=50))
 
-    async def count(stage_types: Any, **options: Any) -> list[Task]:
-        tasks = await CountingFake.claim(fake, stage_types, **options)
+    async def count(stage_types: Any, **options: Any) -> ClaimedTasks:
+        claimed = await CountingFake.claim_with_context(fake, stage_types, **options)
         if len(fake.claims) >= 5_000:
             polled.set()
-        return tasks
+        return claimed
 
-    fake.claim = count  # type: ignore[method-assign]
+    fake.claim_with_context = count  # type: ignore[method-assign]
 
     async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
         return None
@@ -249,14 +250,14 @@ async def test_a_busy_worker_claims_again_at_once_and_an_idle_one_backs_off() ->
             events.append(("pause", step))
             return super().delay(step, rng=rng)
 
-    async def claim(stage_types: Any, **options: Any) -> list[Task]:
-        tasks = await CountingFake.claim(fake, stage_types, **options)
-        events.append(("claim", len(tasks)))
+    async def claim(stage_types: Any, **options: Any) -> ClaimedTasks:
+        claimed = await CountingFake.claim_with_context(fake, stage_types, **options)
+        events.append(("claim", len(claimed.items)))
         if sum(kind == "pause" for kind, _ in events) >= 3:
             paused_thrice.set()
-        return tasks
+        return claimed
 
-    fake.claim = claim  # type: ignore[method-assign]
+    fake.claim_with_context = claim  # type: ignore[method-assign]
 
     async def quick(data: dict[str, Any], ctx: TaskContext) -> None:
         return None
@@ -337,11 +338,11 @@ class UnreliableFake(FakeJobnik):
         super().__init__()
         self.claim_failures, self.report_failures = claim_failures, report_failures
 
-    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
+    async def claim_with_context(self, stage_types: Any, **options: Any) -> ClaimedTasks:
         if self.claim_failures:
             self.claim_failures -= 1
             raise JobnikTransportError("manager unreachable")
-        return await super().claim(stage_types, **options)
+        return await super().claim_with_context(stage_types, **options)
 
     async def report_many(self, reports: Any, **options: Any) -> list[ReportOutcome]:
         if self.report_failures:

@@ -15,6 +15,7 @@ import pytest
 from jobnik_sdk import (
     ApiError,
     Backoff,
+    ClaimedTasks,
     Job,
     JobnikTransportError,
     JobnikValidationError,
@@ -43,11 +44,18 @@ class CountingFake(FakeJobnik):
         self.claim_waits: list[timedelta | None] = []
         self.claiming = asyncio.Event()
 
-    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
+    def _claiming(self, options: dict[str, Any]) -> None:
         self.calls["claim"] += 1
         self.claim_waits.append(options.get("wait"))
         self.claiming.set()
+
+    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
+        self._claiming(options)
         return await super().claim(stage_types, **options)
+
+    async def claim_with_context(self, stage_types: Any, **options: Any) -> ClaimedTasks:
+        self._claiming(options)
+        return await super().claim_with_context(stage_types, **options)
 
     async def get_stage(self, stage_id: Any, **options: Any) -> Stage:
         self.calls["get_stage"] += 1
@@ -152,12 +160,12 @@ class SlowAnswers(CountingFake):
         super().__init__()
         self.claimed = asyncio.Event()
 
-    async def claim(self, stage_types: Any, **options: Any) -> list[Task]:
-        tasks = await super().claim(stage_types, **options)
-        if tasks:
+    async def claim_with_context(self, stage_types: Any, **options: Any) -> ClaimedTasks:
+        claimed = await super().claim_with_context(stage_types, **options)
+        if claimed.items:
             self.claimed.set()
             await asyncio.sleep(0.2)
-        return tasks
+        return claimed
 
 
 @pytest.mark.parametrize("claim", ["plain", "waiting"])

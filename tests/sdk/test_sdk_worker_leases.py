@@ -299,7 +299,7 @@ async def test_a_task_handed_back_runs_again_once_its_delay_is_over() -> None:
     created = await one_task(fake, "later", NewTask(max_attempts=1))
     async with worker(fake, "later", limited):
         await eventually(in_status(fake, created.id, TaskStatus.RETRIED), "hand-back")
-        fake.advance(timedelta(minutes=5))
+        fake.clock.advance(timedelta(minutes=5))
         stage = await fake.get_stage(created.stage_id)
         done = await fake.wait(stage.job_id, timeout=DEADLINE)
     assert done.status is JobStatus.COMPLETED

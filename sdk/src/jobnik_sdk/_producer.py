@@ -32,6 +32,8 @@ class ProducerCalls:
     """The producer half of JobnikClient."""
 
     _http: Http
+    # A fake manager in memory is polled more often (testing.FakeJobnik).
+    _wait_poll_interval = timedelta(seconds=1)
 
     # ---- create -------------------------------------------------------------------------
 
@@ -368,20 +370,21 @@ class ProducerCalls:
         self,
         job_id: EntityId,
         *,
-        poll_interval: timedelta = timedelta(seconds=1),
+        poll_interval: timedelta | None = None,
         # The deadline spans many polls and ends in WaitTimeoutError naming the job's
         # last status, which an outer asyncio.timeout could not say.
         timeout: timedelta | None = None,  # noqa: ASYNC109
         on_progress: ProgressCallback | None = None,
     ) -> Job:
-        """Poll the job until it is COMPLETED, FAILED or ABORTED, and return it.
+        """Poll the job (every second unless `poll_interval` says otherwise) until it is
+        COMPLETED, FAILED or ABORTED, and return it.
 
         `on_progress(job)` (plain or async) runs first and whenever the job's status or
         percentage changes. Raises WaitTimeoutError after `timeout`.
         """
         return await wait_for_job(
             lambda: self.get_job(job_id),
-            poll_interval=poll_interval,
+            poll_interval=self._wait_poll_interval if poll_interval is None else poll_interval,
             timeout=timeout,
             on_progress=on_progress,
         )

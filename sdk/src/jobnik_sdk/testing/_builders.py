@@ -8,8 +8,10 @@ from typing import Any
 
 from .._context import TaskContext
 from .._handler import Handler, data_binder
-from .._models import NewStage, NewTask, Priority
+from .._models import Job, Stage, Task
 from ._fake import FakeJobnik
+from ._requests import JobIn, StageIn, TaskIn
+from ._rows import job_out, stage_out
 
 
 def make_context(
@@ -27,40 +29,33 @@ def make_context(
     """A TaskContext for a task with `data`, claimed (IN_PROGRESS) in a one-stage job.
 
     `attempts` is how many attempts already failed, so `ctx.attempt` is one more.
-    The job, stage and task live in `client` (a new FakeJobnik unless given), where
-    `ctx.update_progress` and `ctx.set_user_metadata` write.
+    The job, stage and task live in `client`'s fake manager (a new FakeJobnik unless
+    given), where `ctx.update_progress` and `ctx.set_user_metadata` write.
     """
     fake = client if client is not None else FakeJobnik()
     if not 0 <= attempts < max_attempts:
         raise ValueError("attempts counts failed attempts: 0 <= attempts < max_attempts")
-    job = fake.state.create_job(
-        job_name,
-        job_data or {},
-        priority=Priority.MEDIUM,
-        user_metadata=None,
-        stages=[
-            NewStage(
-                type=stage_type,
-                tasks=[
-                    NewTask(
-                        data=dict(data or {}),
-                        user_metadata=dict(user_metadata or {}),
-                        max_attempts=max_attempts,
-                    )
-                ],
-            )
-        ],
+    state = fake.manager._state
+    task_spec = TaskIn(
+        data=dict(data or {}), user_metadata=dict(user_metadata or {}), max_attempts=max_attempts
+    )
+    job = state.create_job(
+        JobIn(
+            name=job_name,
+            data=dict(job_data or {}),
+            stages=[StageIn(type=stage_type, data={}, tasks=[task_spec])],
+        )
     )
     stage = job.stages[0]
     task = stage.tasks[0]
     task.attempts = attempts
-    claimed = fake.state.claim([stage_type])
-    if not claimed or claimed[0] is not task:
+    claimed = state.claim([stage_type], limit=1, lease=None, worker=None)
+    if claimed != [task]:
         raise ValueError(f"another {stage_type!r} task was ready in the given client")
     return TaskContext(
-        task=task.model(),
-        job=job.model(),
-        stage=stage.model(),
+        task=Task.model_validate(task, from_attributes=True),
+        job=Job.model_validate(job_out(job)),
+        stage=Stage.model_validate(stage_out(stage)),
         client=fake,
         logger=logger,
     )

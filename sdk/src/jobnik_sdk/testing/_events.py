@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from datetime import datetime
+from typing import Any
 
 from .._models import Event
 from ._rows import JobRow, StageRow, TaskRow
@@ -18,7 +19,7 @@ class EventLog:
         self._by_job: dict[uuid.UUID, list[Event]] = {}
 
     def of_job(self, job_id: uuid.UUID) -> list[Event]:
-        return list(self._by_job.get(job_id, ()))
+        return self._by_job.get(job_id, [])
 
     def forget(self, job_id: uuid.UUID) -> None:
         self._by_job.pop(job_id, None)
@@ -53,13 +54,7 @@ class EventLog:
         entity_id: uuid.UUID,
         previous: str | None,
         target: str,
-        *,
-        stage_id: uuid.UUID | None = None,
-        task_id: uuid.UUID | None = None,
-        attempt: int | None = None,
-        lease_id: uuid.UUID | None = None,
-        worker: str | None = None,
-        reason: str | None = None,
+        **task: Any,
     ) -> None:
         event = Event(
             id=next(self._ids),
@@ -67,13 +62,8 @@ class EventLog:
             entity=entity,
             entity_id=entity_id,
             job_id=job_id,
-            stage_id=stage_id,
-            task_id=task_id,
-            from_status=str(previous) if previous is not None else None,
-            to_status=str(target),
-            attempt=attempt,
-            lease_id=lease_id,
-            worker=worker,
-            reason=reason,
+            from_status=previous,
+            to_status=target,
+            **task,
         )
         self._by_job.setdefault(job_id, []).append(event)

@@ -1,88 +1,76 @@
-"""The fake manager's rules for creating and steering jobs, synchronous: the same
-transitions as the manager's for the common path (create, approve, stage order, pause,
-resume, abort, delete). Claims, leases and reports are in `_work.py`."""
+"""The fake manager's rules for creating and steering jobs, and what a finished or failed
+stage brings about. Claims, leases and reports are in `_work.py`.
+
+Every transition is the manager's, logged in the manager's order (the parity tests in
+the repository hold the two to the same event history): a move of many rows of one kind
+(an abort) logs them by their status before, one status after another.
+"""
 
 from __future__ import annotations
 
 import itertools
+import secrets
 import uuid
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from collections.abc import Sequence
+from datetime import datetime
 
-from .._models import (
-    EntityId,
-    JobStatus,
-    NewStage,
-    NewTask,
-    Priority,
-    StageStatus,
-    TaskStatus,
-)
+from .._models import JobStatus, Priority, StageStatus, TaskStatus
+from ._clock import FakeClock
 from ._events import EventLog
-from ._rows import (
-    JobRow,
-    StageRow,
-    TaskRow,
-    illegal,
-    invalid,
-    not_found,
-    parse_id,
-    refused,
-)
+from ._refusals import illegal, not_found, rule
+from ._requests import JobIn, StageIn, TaskIn
+from ._rows import JobRow, StageRow, TaskRow, percentage
 
-CLAIMABLE_TASK = (TaskStatus.PENDING, TaskStatus.RETRIED)
+_CLAIMABLE = (TaskStatus.PENDING, TaskStatus.RETRIED)
+_NON_FINAL_TASK = [s for s in TaskStatus if not s.is_final]
+_NON_FINAL_STAGE = [s for s in StageStatus if not s.is_final]
+# What a user may ask of a job: from one status, to another.
 _USER_JOB_MOVES = {
-    (JobStatus.PENDING, JobStatus.PAUSED),
-    (JobStatus.IN_PROGRESS, JobStatus.PAUSED),
-    (JobStatus.PAUSED, JobStatus.PENDING),
     (JobStatus.CREATED, JobStatus.ABORTED),
+    (JobStatus.PENDING, JobStatus.PAUSED),
     (JobStatus.PENDING, JobStatus.ABORTED),
+    (JobStatus.IN_PROGRESS, JobStatus.PAUSED),
     (JobStatus.IN_PROGRESS, JobStatus.ABORTED),
+    (JobStatus.PAUSED, JobStatus.PENDING),
     (JobStatus.PAUSED, JobStatus.ABORTED),
 }
+STAGE_FAILED = "stage failed"
+JOB_ABORTED = "job aborted"
+
+
+def new_traceparent(parent: str | None = None) -> str:
+    """A fresh span, in the parent's trace when there is one (as the manager makes it)."""
+    trace_id = parent.split("-")[1] if parent else secrets.token_hex(16)
+    return f"00-{trace_id}-{secrets.token_hex(8)}-01"
 
 
 class Rules:
-    """Jobs, stages and tasks in memory, changed only through the manager's rules.
+    """Jobs, stages and tasks in memory, changed only through the manager's rules."""
 
-    Its clock is the real one moved on by `skew`, so tests can let leases and retry
-    delays run out without waiting.
-    """
-
-    def __init__(self) -> None:
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
         self.jobs: dict[uuid.UUID, JobRow] = {}
         self.stages: dict[uuid.UUID, StageRow] = {}
         self.tasks: dict[uuid.UUID, TaskRow] = {}
         self.events = EventLog()
-        self.skew = timedelta(0)
         self._seq = itertools.count(1)
-
-    def now(self) -> datetime:
-        return datetime.now(UTC) + self.skew
-
-    def reap(self) -> None:
-        """Settle whatever ran out on the clock (expired leases); `_work.State` does it."""
 
     # ---- lookups ------------------------------------------------------------------------
 
-    def job(self, job_id: EntityId) -> JobRow:
-        self.reap()
-        row = self.jobs.get(parse_id(job_id))
+    def job(self, job_id: uuid.UUID) -> JobRow:
+        row = self.jobs.get(job_id)
         if row is None:
             raise not_found("Job")
         return row
 
-    def stage(self, stage_id: EntityId) -> StageRow:
-        self.reap()
-        row = self.stages.get(parse_id(stage_id))
+    def stage(self, stage_id: uuid.UUID) -> StageRow:
+        row = self.stages.get(stage_id)
         if row is None:
             raise not_found("Stage")
         return row
 
-    def task(self, task_id: EntityId) -> TaskRow:
-        self.reap()
-        row = self.tasks.get(parse_id(task_id))
+    def task(self, task_id: uuid.UUID) -> TaskRow:
+        row = self.tasks.get(task_id)
         if row is None:
             raise not_found("Task")
         return row
@@ -90,74 +78,55 @@ class Rules:
     # ---- status changes, each logged ----------------------------------------------------
 
     def move_job(self, job: JobRow, status: JobStatus, at: datetime) -> None:
-        previous = job.status
-        job.status, job.update_time = status, at
-        if previous is not status:
-            self.events.job(job, previous, at)
+        previous, job.status, job.update_time = job.status, status, at
+        self.events.job(job, previous, at)
 
     def move_stage(self, stage: StageRow, status: StageStatus, at: datetime) -> None:
-        previous = stage.status
-        stage.status = status
-        if previous is not status:
-            self.events.stage(stage, previous, at)
+        previous, stage.status, stage.update_time = stage.status, status, at
+        self.events.stage(stage, previous, at)
 
     def move_task(
         self, task: TaskRow, status: TaskStatus, at: datetime, reason: str | None = None
     ) -> None:
-        previous = task.status
-        task.status, task.update_time = status, at
+        previous, task.status, task.update_time = task.status, status, at
         if status.is_final:
             task.end_time = at
         self.events.task(task, previous, at, reason)
 
     # ---- creation -----------------------------------------------------------------------
 
-    def create_job(
-        self,
-        name: str,
-        data: Mapping[str, Any],
-        *,
-        priority: Priority,
-        user_metadata: Mapping[str, Any] | None,
-        stages: Sequence[NewStage],
-        traceparent: str | None = None,
-        tracestate: str | None = None,
-    ) -> JobRow:
-        if not 2 <= len(name) <= 50:
-            raise invalid("name: String should have between 2 and 50 characters")
-        at = self.now()
+    def create_job(self, spec: JobIn) -> JobRow:
+        at = self.clock.now()
         job = JobRow(
             id=uuid.uuid4(),
             seq=next(self._seq),
-            name=name,
-            data=dict(data),
-            user_metadata=dict(user_metadata or {}),
-            priority=Priority(priority),
+            name=spec.name,
+            data=spec.data,
+            user_metadata=spec.user_metadata,
+            priority=spec.priority,
             creation_time=at,
             update_time=at,
-            traceparent=traceparent,
-            tracestate=tracestate,
+            traceparent=spec.traceparent or new_traceparent(),
+            tracestate=spec.tracestate,
         )
         self.jobs[job.id] = job
         self.events.job(job, None, at)
-        for spec in stages:
-            self._insert_stage(job, spec, at)
+        for stage in spec.stages or ():
+            self._insert_stage(job, stage, at)
         return job
 
-    def add_stage(self, job_id: EntityId, spec: NewStage) -> StageRow:
+    def add_stage(self, job_id: uuid.UUID, spec: StageIn) -> StageRow:
         job = self.job(job_id)
         if job.status.is_final:
-            raise refused(
+            raise rule(
                 f"Job is {job.status}; stages cannot be added to a finished job",
                 "JOB_IN_FINITE_STATE",
             )
-        at = self.now()
+        at = self.clock.now()
         job.update_time = at
         return self._insert_stage(job, spec, at)
 
-    def _insert_stage(self, job: JobRow, spec: NewStage, at: datetime) -> StageRow:
-        if not 1 <= len(spec.type) <= 50:
-            raise invalid("type: String should have between 1 and 50 characters")
+    def _insert_stage(self, job: JobRow, spec: StageIn, at: datetime) -> StageRow:
         previous = job.stages[-1] if job.stages else None
         if spec.start_as_waiting:
             status = StageStatus.WAITING
@@ -171,13 +140,14 @@ class Rules:
             seq=next(self._seq),
             type=spec.type,
             order=len(job.stages) + 1,
-            data=dict(spec.data),
-            user_metadata=dict(spec.user_metadata or {}),
+            data=spec.data,
+            user_metadata=spec.user_metadata,
             status=status,
             creation_time=at,
-            traceparent=spec.traceparent,
+            update_time=at,
+            traceparent=spec.traceparent or new_traceparent(job.traceparent),
             tracestate=spec.tracestate,
-            retry_policy=spec.retry_policy,
+            retry_policy=spec.retry_policy.policy() if spec.retry_policy else None,
         )
         job.stages.append(stage)
         self.stages[stage.id] = stage
@@ -186,21 +156,19 @@ class Rules:
             self._insert_tasks(stage, spec.tasks, at)
         return stage
 
-    def add_tasks(self, stage_id: EntityId, specs: Sequence[NewTask]) -> list[TaskRow]:
-        if not specs:
-            raise invalid("body: List should have at least 1 item")
-        return self._insert_tasks(self.stage(stage_id), specs, self.now())
+    def add_tasks(self, stage_id: uuid.UUID, specs: Sequence[TaskIn]) -> list[TaskRow]:
+        return self._insert_tasks(self.stage(stage_id), specs, self.clock.now())
 
     def _insert_tasks(
-        self, stage: StageRow, specs: Sequence[NewTask], at: datetime
+        self, stage: StageRow, specs: Sequence[TaskIn], at: datetime
     ) -> list[TaskRow]:
         if stage.status.is_final:
-            raise refused(
+            raise rule(
                 f"Stage is {stage.status}; tasks cannot be added to a finished stage",
                 "STAGE_IN_FINITE_STATE",
             )
         if stage.status is StageStatus.IN_PROGRESS:
-            raise refused(
+            raise rule(
                 "Tasks cannot be added to a stage that is IN_PROGRESS",
                 "NOT_ALLOWED_TO_ADD_TASKS_TO_IN_PROGRESS_STAGE",
             )
@@ -210,14 +178,16 @@ class Rules:
                 stage_id=stage.id,
                 job_id=stage.job_id,
                 seq=next(self._seq),
-                data=dict(spec.data),
-                user_metadata=dict(spec.user_metadata or {}),
-                max_attempts=spec.max_attempts or 1,
+                data=spec.data,
+                user_metadata=spec.user_metadata,
+                max_attempts=spec.max_attempts,
                 creation_time=at,
                 update_time=at,
-                traceparent=spec.traceparent,
+                traceparent=spec.traceparent or new_traceparent(stage.traceparent),
                 tracestate=spec.tracestate,
-                retry_policy=spec.retry_policy or stage.retry_policy,
+                retry_policy=spec.retry_policy.policy()
+                if spec.retry_policy
+                else stage.retry_policy,
             )
             for spec in specs
         ]
@@ -229,7 +199,8 @@ class Rules:
 
     # ---- steering -----------------------------------------------------------------------
 
-    def approve(self, stage_id: EntityId) -> None:
+    def approve(self, stage_id: uuid.UUID) -> None:
+        """PENDING for a WAITING (or CREATED) stage once the stage before it completed."""
         stage = self.stage(stage_id)
         job = self.jobs[stage.job_id]
         if stage.status is StageStatus.PENDING:
@@ -237,33 +208,41 @@ class Rules:
         if job.status.is_final or stage.status not in (StageStatus.WAITING, StageStatus.CREATED):
             raise illegal("STAGE", stage.status, StageStatus.PENDING)
         if stage.order > 1 and job.stages[stage.order - 2].status is not StageStatus.COMPLETED:
-            raise refused("Previous stage is not COMPLETED", "ILLEGAL_STAGE_STATUS_TRANSITION")
-        at = self.now()
+            raise rule("Previous stage is not COMPLETED", "ILLEGAL_STAGE_STATUS_TRANSITION")
+        at = self.clock.now()
         self.move_stage(stage, StageStatus.PENDING, at)
         if not stage.tasks:
-            self.complete_stage(job, stage, at)
+            self.complete_stage(job, stage, at)  # nothing to run: its turn passes at once
 
-    def set_job_status(self, job_id: EntityId, target: JobStatus) -> None:
+    def set_job_status(self, job_id: uuid.UUID, target: JobStatus) -> None:
         job = self.job(job_id)
         if (job.status, target) not in _USER_JOB_MOVES:
             raise illegal("JOB", job.status, target)
-        at = self.now()
-        job.update_time = at
+        at = self.clock.now()
         if target is JobStatus.ABORTED:
-            # A running task's holder learns of it at its next heartbeat.
-            for stage in job.stages:
-                for task in stage.tasks:
-                    if not task.status.is_final:
-                        self.move_task(task, TaskStatus.ABORTED, at)
-                if not stage.status.is_final:
-                    self.move_stage(stage, StageStatus.ABORTED, at)
-            self.move_job(job, JobStatus.ABORTED, at)
+            self._abort(job, at)
         elif target is JobStatus.PAUSED:
             self.move_job(job, JobStatus.PAUSED, at)
         else:
-            self.move_job(job, self._implied_status(job), at)
+            self.move_job(job, self._resumed_status(job), at)
+            if job.status is JobStatus.COMPLETED:
+                job.percentage = 100
 
-    def _implied_status(self, job: JobRow) -> JobStatus:
+    def _abort(self, job: JobRow, at: datetime) -> None:
+        """Every unfinished task, then every unfinished stage, then the job: ABORTED."""
+        tasks = [task for stage in job.stages for task in stage.tasks]
+        for task_status in _NON_FINAL_TASK:
+            for task in [t for t in tasks if t.status is task_status]:
+                task.not_before = None
+                self.move_task(task, TaskStatus.ABORTED, at, JOB_ABORTED)
+        for stage_status in _NON_FINAL_STAGE:
+            for stage in [st for st in job.stages if st.status is stage_status]:
+                self.move_stage(stage, StageStatus.ABORTED, at)
+        self.move_job(job, JobStatus.ABORTED, at)
+        job.percentage = _job_percentage(job)
+
+    @staticmethod
+    def _resumed_status(job: JobRow) -> JobStatus:
         statuses = [st.status for st in job.stages]
         if StageStatus.FAILED in statuses:
             return JobStatus.FAILED
@@ -272,17 +251,17 @@ class Rules:
         started = any(t.start_time is not None for st in job.stages for t in st.tasks)
         return JobStatus.IN_PROGRESS if started else JobStatus.PENDING
 
-    def set_priority(self, job_id: EntityId, priority: Priority) -> bool:
+    def set_priority(self, job_id: uuid.UUID, priority: Priority) -> bool:
         job = self.job(job_id)
-        if job.priority is Priority(priority):
+        if job.priority is priority:
             return False
-        job.priority, job.update_time = Priority(priority), self.now()
+        job.priority, job.update_time = priority, self.clock.now()
         return True
 
-    def delete_job(self, job_id: EntityId) -> None:
+    def delete_job(self, job_id: uuid.UUID) -> None:
         job = self.job(job_id)
         if not job.status.is_final:
-            raise refused(
+            raise rule(
                 f"Job is {job.status}; only a COMPLETED, FAILED or ABORTED job can be deleted",
                 "JOB_NOT_IN_FINITE_STATE",
             )
@@ -293,25 +272,35 @@ class Rules:
         del self.jobs[job.id]
         self.events.forget(job.id)
 
-    # ---- cascades -----------------------------------------------------------------------
+    # ---- what follows from a stage's tasks ----------------------------------------------
 
-    def settle(self, stage: StageRow, at: datetime) -> None:
-        """After a task moved: fail or complete its stage, and what follows from that."""
+    def settle_stage(self, stage: StageRow, at: datetime) -> None:
+        """After tasks of `stage` moved: fail or complete it if it is done."""
         if stage.status.is_final:
             return
         job = self.jobs[stage.job_id]
         summary = stage.summary()
         if summary.failed:
-            self.move_stage(stage, StageStatus.FAILED, at)
-            self.move_job(job, JobStatus.FAILED, at)
-            for task in stage.tasks:
-                if task.status in CLAIMABLE_TASK:
-                    self.move_task(task, TaskStatus.ABORTED, at)
+            self._fail_job_from(job, stage, at)
         elif summary.total and summary.completed == summary.total:
             self.complete_stage(job, stage, at)
 
+    def _fail_job_from(self, job: JobRow, stage: StageRow, at: datetime) -> None:
+        """A task failed for good: its stage and job fail; its tasks that have not
+        started are aborted (running ones may still report)."""
+        self.move_stage(stage, StageStatus.FAILED, at)
+        self.move_job(job, JobStatus.FAILED, at)
+        for source in _CLAIMABLE:
+            for task in [t for t in stage.tasks if t.status is source]:
+                task.not_before = None
+                self.move_task(task, TaskStatus.ABORTED, at, STAGE_FAILED)
+
     def complete_stage(self, job: JobRow, stage: StageRow, at: datetime) -> None:
-        self.move_stage(stage, StageStatus.COMPLETED, at)
+        """Complete `stage` and pass the turn on: the next stage runs (or, without tasks,
+        completes at once, and so on), or stays WAITING for approval; after the last,
+        the job completes, unless it is paused (then its resume completes it)."""
+        if stage.status is not StageStatus.COMPLETED:
+            self.move_stage(stage, StageStatus.COMPLETED, at)
         while True:
             following = job.stages[stage.order] if stage.order < len(job.stages) else None
             if following is None:
@@ -325,4 +314,10 @@ class Rules:
                 break
             self.move_stage(following, StageStatus.COMPLETED, at)
             stage = following
+        job.percentage = _job_percentage(job)
         job.update_time = at
+
+
+def _job_percentage(job: JobRow) -> int:
+    done = sum(1 for st in job.stages if st.status is StageStatus.COMPLETED)
+    return percentage(done, len(job.stages))

@@ -1,77 +1,87 @@
-"""The fake manager's rules for work: claims with leases, heartbeats, reports, retry
-delays, and the reaping of leases that ran out."""
+"""The fake manager's rules for work: claims with leases, heartbeats, reports (settled in
+batches, as the manager settles them), retry delays, and leases that run out."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from .._models import EntityId, JobStatus, StageStatus, TaskStatus
-from .._reports import MAX_REASON, HeartbeatAnswer, TaskReport
-from ._rows import PRIORITY_RANK, TaskRow, illegal, invalid, lease_lost, parse_id
-from ._state import CLAIMABLE_TASK, Rules
+from .._models import JobStatus, Priority, StageStatus, TaskStatus
+from .._reports import HeartbeatAnswer
+from ._refusals import Refused, illegal, lease_lost, not_found
+from ._rows import TaskRow
+from ._state import Rules
 
 DEFAULT_LEASE = timedelta(minutes=30)
-MAX_LEASE = timedelta(days=7)
 LEASE_EXPIRED = "lease expired"
+_PRIORITY_RANK = {p: i for i, p in enumerate(Priority)}
 _CLAIMING_JOB = (JobStatus.PENDING, JobStatus.IN_PROGRESS)
 _ACTIVE_STAGE = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
+_REPORTED = (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED)
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a worker says of its task. `status` RETRIED means "retry later"."""
+
+    task_id: uuid.UUID
+    status: TaskStatus
+    lease_id: uuid.UUID | None = None
+    result: dict[str, Any] | None = None
+    reason: str | None = None
+    retryable: bool = True
+    retry_after: timedelta | None = None
 
 
 class State(Rules):
-    """The whole fake manager: `Rules` plus claims, leases and reports."""
+    """The whole fake manager: `Rules`, plus claims, leases and reports."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        # Tasks that may hold a lease, so reaping looks at these only.
-        self._leased: set[uuid.UUID] = set()
-
-    def reap(self) -> None:
-        """An expired lease counts as a failed attempt, as the manager's reaper has it."""
-        at = self.now()
-        for task_id in list(self._leased):
-            task = self.tasks.get(task_id)
-            if task is None or task.status is not TaskStatus.IN_PROGRESS:
-                self._leased.discard(task_id)
-            elif task.lease_expires_at is not None and task.lease_expires_at <= at:
-                self._leased.discard(task_id)
-                self._fail_attempt(task, at, reason=LEASE_EXPIRED, retryable=True)
+    def settle_due(self) -> None:
+        """Expired leases are failed attempts, settled together as the manager's reaper
+        settles them, oldest expiry first."""
+        at = self.clock.now()
+        expired = sorted(
+            (
+                t
+                for t in self.tasks.values()
+                if t.status is TaskStatus.IN_PROGRESS
+                and t.lease_expires_at is not None
+                and t.lease_expires_at < at
+            ),
+            key=lambda t: (t.lease_expires_at, t.seq),
+        )
+        if expired:
+            self.settle(
+                [Report(t.id, TaskStatus.FAILED, reason=LEASE_EXPIRED) for t in expired], at
+            )
 
     # ---- claims -------------------------------------------------------------------------
 
     def claim(
-        self,
-        stage_types: Sequence[str],
-        *,
-        limit: int = 1,
-        lease: timedelta | None = None,
-        worker: str | None = None,
+        self, stage_types: Sequence[str], *, limit: int, lease: timedelta | None, worker: str | None
     ) -> list[TaskRow]:
-        if not 1 <= len(stage_types) <= 20 or any(not 1 <= len(t) <= 50 for t in stage_types):
-            raise invalid("stageTypes: 1 to 20 stage types of 1 to 50 characters")
-        if not 1 <= limit <= 100:
-            raise invalid("limit: Input should be between 1 and 100")
-        length = _lease_length(lease)
-        if worker is not None and not 1 <= len(worker) <= 100:
-            raise invalid("worker: String should have between 1 and 100 characters")
-        self.reap()
-        at = self.now()
+        """Up to `limit` ready tasks of these types, highest job priority then oldest;
+        the first claim of a stage starts it, and its job."""
+        at = self.clock.now()
+        length = lease or DEFAULT_LEASE
         wanted = set(stage_types)
         ready = sorted(
-            (task for task in self.tasks.values() if self._claimable(task, wanted, at)),
-            key=lambda t: (PRIORITY_RANK[self.jobs[t.job_id].priority], t.seq),
+            (t for t in self.tasks.values() if self._claimable(t, wanted, at)),
+            key=lambda t: (_PRIORITY_RANK[self.jobs[t.job_id].priority], t.seq),
         )[:limit]
         for task in ready:
             task.lease_id, task.lease_expires_at = uuid.uuid4(), at + length
             task.lease_seconds, task.worker = length.total_seconds(), worker
             task.progress, task.not_before, task.start_time = None, None, at
             self.move_task(task, TaskStatus.IN_PROGRESS, at)
-            self._leased.add(task.id)
-        for task in ready:
-            stage, job = self.stages[task.stage_id], self.jobs[task.job_id]
+        stages = {self.stages[t.stage_id] for t in ready}
+        for stage in sorted(stages, key=lambda st: st.id):
             if stage.status is StageStatus.PENDING:
                 self.move_stage(stage, StageStatus.IN_PROGRESS, at)
+        for job in sorted({self.jobs[st.job_id] for st in stages}, key=lambda j: j.id):
             if job.status is JobStatus.PENDING:
                 self.move_job(job, JobStatus.IN_PROGRESS, at)
         return ready
@@ -79,7 +89,7 @@ class State(Rules):
     def _claimable(self, task: TaskRow, stage_types: set[str], at: datetime) -> bool:
         stage = self.stages[task.stage_id]
         return (
-            task.status in CLAIMABLE_TASK
+            task.status in (TaskStatus.PENDING, TaskStatus.RETRIED)
             and (task.not_before is None or task.not_before <= at)
             and stage.type in stage_types
             and stage.status in _ACTIVE_STAGE
@@ -89,95 +99,90 @@ class State(Rules):
     # ---- leases -------------------------------------------------------------------------
 
     def heartbeat(
-        self,
-        task_id: EntityId,
-        lease_id: EntityId,
-        *,
-        progress: int | None,
-        lease: timedelta | None,
+        self, task_id: uuid.UUID, lease_id: uuid.UUID, progress: int | None, lease: timedelta | None
     ) -> HeartbeatAnswer:
-        offered = parse_id(lease_id)
-        if progress is not None and not 0 <= progress <= 100:
-            raise invalid("progress: Input should be between 0 and 100")
-        length = _lease_length(lease) if lease is not None else None
+        """Extend a live lease; an aborted task tells its holder to stop."""
         task = self.task(task_id)
         job_status = self.jobs[task.job_id].status
-        at = self.now()
-        if task.status is TaskStatus.ABORTED and task.lease_id == offered:
+        at = self.clock.now()
+        if task.status is TaskStatus.ABORTED and task.lease_id == lease_id:
             return HeartbeatAnswer(
                 lease_expires_at=task.lease_expires_at or at,
                 cancel_requested=True,
                 job_status=job_status,
             )
-        if not self._live(task, offered, at):
+        if not _live(task, lease_id, at):
             raise lease_lost()
-        if length is not None:
-            task.lease_seconds = length.total_seconds()
-        seconds = task.lease_seconds or DEFAULT_LEASE.total_seconds()
-        task.lease_expires_at = at + timedelta(seconds=seconds)
+        if lease is not None:
+            task.lease_seconds = lease.total_seconds()
+        length = timedelta(seconds=task.lease_seconds) if task.lease_seconds else DEFAULT_LEASE
+        task.lease_expires_at = at + length
         if progress is not None:
             task.progress = progress
         return HeartbeatAnswer(
             lease_expires_at=task.lease_expires_at, cancel_requested=False, job_status=job_status
         )
 
-    @staticmethod
-    def _live(task: TaskRow, offered: uuid.UUID, at: datetime) -> bool:
-        return (
-            task.status is TaskStatus.IN_PROGRESS
-            and task.lease_id == offered
-            and task.lease_expires_at is not None
-            and task.lease_expires_at > at
-        )
-
     # ---- reports ------------------------------------------------------------------------
 
-    def report(self, report: TaskReport) -> TaskRow:
-        task = self.task(report.task_id)
-        offered = parse_id(report.lease_id) if report.lease_id is not None else None
-        at = self.now()
-        if offered is not None and not self._live(task, offered, at):
+    def settle(
+        self, reports: Sequence[Report], at: datetime | None = None
+    ) -> list[TaskRow | Refused]:
+        """Settle each report: every task moves first, in the reports' order, then the
+        stages they leave done complete or fail, in stage id order. Answers, in order,
+        the task or why its report was refused."""
+        at = at or self.clock.now()
+        answers: list[TaskRow | Refused] = []
+        touched: dict[uuid.UUID, None] = {}
+        for report in reports:
+            task = self.tasks.get(report.task_id)
+            try:
+                if task is None:
+                    raise not_found("Task")
+                if self._apply(task, report, at):
+                    touched[task.stage_id] = None
+            except Refused as refused:
+                answers.append(refused)
+            else:
+                answers.append(task)
+        for stage_id in sorted(touched):
+            self.settle_stage(self.stages[stage_id], at)
+        return answers
+
+    def _apply(self, task: TaskRow, report: Report, at: datetime) -> bool:
+        """Move the task as `report` says; False when it repeats a completion."""
+        if report.lease_id is not None and not _live(task, report.lease_id, at):
             if (
                 report.status is TaskStatus.COMPLETED
                 and task.status is TaskStatus.COMPLETED
-                and task.lease_id == offered
+                and task.lease_id == report.lease_id
             ):
-                return task  # the answer to the first report was lost; say it again
+                return False  # the answer to the first report was lost; say it again
             raise lease_lost()
-        if task.status is not TaskStatus.IN_PROGRESS:
+        if report.status not in _REPORTED or task.status is not TaskStatus.IN_PROGRESS:
             raise illegal("TASK", task.status, report.status)
-        self._leased.discard(task.id)
-        if report.status is TaskStatus.COMPLETED:
+        target = report.status
+        delay = report.retry_after
+        if target is TaskStatus.FAILED:
+            task.attempts += 1
+            if report.retryable and task.attempts < task.max_attempts:
+                target = TaskStatus.RETRIED
+                policy = task.retry_policy
+                delay = policy.delay_after(task.attempts) if policy is not None else None
+        if target is TaskStatus.COMPLETED:
             task.result, task.reason = report.result, None
-            self.move_task(task, TaskStatus.COMPLETED, at)
-            self.settle(self.stages[task.stage_id], at)
-        elif report.status is TaskStatus.FAILED:
-            self._fail_attempt(task, at, reason=report.reason, retryable=report.retryable)
         else:
             task.reason = report.reason
-            delay = report.retry_after or timedelta(0)
-            task.not_before = at + delay if delay > timedelta(0) else None
-            self.move_task(task, TaskStatus.RETRIED, at, report.reason)
-            self.settle(self.stages[task.stage_id], at)
-        return task
-
-    def _fail_attempt(
-        self, task: TaskRow, at: datetime, *, reason: str | None, retryable: bool
-    ) -> None:
-        task.attempts += 1
-        task.reason = reason[:MAX_REASON] if reason is not None else None
-        if retryable and task.attempts < task.max_attempts:
-            delay = task.retry_policy.delay_after(task.attempts) if task.retry_policy else None
-            task.not_before = at + delay if delay else None
-            self.move_task(task, TaskStatus.RETRIED, at, reason)
-        else:
-            self.move_task(task, TaskStatus.FAILED, at, reason)
-        self.settle(self.stages[task.stage_id], at)
+        if delay is not None and delay > timedelta(0):
+            task.not_before = at + delay
+        self.move_task(task, target, at, report.reason)
+        return True
 
 
-def _lease_length(lease: timedelta | None) -> timedelta:
-    if lease is None:
-        return DEFAULT_LEASE
-    if not timedelta(seconds=1) <= lease <= MAX_LEASE:
-        raise invalid("leaseSeconds: Input should be between 1 and 604800")
-    return lease
+def _live(task: TaskRow, offered: uuid.UUID, at: datetime) -> bool:
+    return (
+        task.status is TaskStatus.IN_PROGRESS
+        and task.lease_id == offered
+        and task.lease_expires_at is not None
+        and task.lease_expires_at > at
+    )

@@ -1,0 +1,28 @@
+"""The fake manager's one source of time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+
+class FakeClock:
+    """The fake manager's time: the real time, moved on by every `advance`.
+
+    Leases, retry delays and `notBefore` are measured on it, so a test lets a lease or
+    a retry delay run out by advancing the clock past it instead of sleeping. What
+    waits in real time is only what the client does (a long-polling claim, `wait`).
+    """
+
+    def __init__(self) -> None:
+        self._offset = timedelta(0)
+
+    def now(self) -> datetime:
+        """The fake manager's current time (UTC)."""
+        return datetime.now(UTC) + self._offset
+
+    def advance(self, by: timedelta | float) -> None:
+        """Move the clock forward by `by` (a timedelta, or seconds)."""
+        step = by if isinstance(by, timedelta) else timedelta(seconds=by)
+        if step < timedelta(0):
+            raise ValueError("the clock only moves forward")
+        self._offset += step
