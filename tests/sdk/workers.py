@@ -1,4 +1,4 @@
-"""Worker processes started from worker-boilerplate (`python -m worker`)."""
+"""Worker processes started from worker-boilerplate (`python -m tile_render_worker`)."""
 
 from __future__ import annotations
 
@@ -24,5 +24,5 @@ def worker_process(
         "WORKER_LOG_LEVEL": "INFO",
         **env,
     }
-    with module_process("worker", log, **settings) as proc:
+    with module_process("tile_render_worker", log, **settings) as proc:
         yield proc

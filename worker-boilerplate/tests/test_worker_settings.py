@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from jobnik_sdk.testing import FakeJobnik
-from worker.app import build_worker
-from worker.settings import WorkerSettings
+from tile_render_worker.app import build_worker
+from tile_render_worker.settings import HANDLER, STAGE_TYPE, WorkerSettings
 
 
 def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,11 +21,13 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
         "WORKER_HEARTBEAT_SECONDS",
         "WORKER_NAME",
         "WORKER_CLAIM_WAIT_SECONDS",
+        "WORKER_HANDLER",
     ):
         monkeypatch.delenv(name, raising=False)
     settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
     assert settings.manager_url == "http://127.0.0.1:8080"
-    assert settings.stage_types == ["tile-render"]
+    assert settings.stage_types == [STAGE_TYPE]
+    assert settings.handler == HANDLER
     assert settings.concurrency == 1
     assert settings.shutdown_grace == timedelta(seconds=30)
     assert settings.lease == timedelta(seconds=30)
@@ -36,25 +38,25 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKER_MANAGER_URL", "http://manager:8080")
-    monkeypatch.setenv("WORKER_STAGE_TYPE", "tile-render, tile-publish")
+    monkeypatch.setenv("WORKER_STAGE_TYPE", "alpha, beta")
     monkeypatch.setenv("WORKER_CONCURRENCY", "4")
     monkeypatch.setenv("WORKER_SHUTDOWN_GRACE_SECONDS", "2.5")
     monkeypatch.setenv("WORKER_POLL_INITIAL_SECONDS", "0.1")
     monkeypatch.setenv("WORKER_POLL_MAX_SECONDS", "1")
     monkeypatch.setenv("WORKER_LEASE_SECONDS", "60")
     monkeypatch.setenv("WORKER_HEARTBEAT_SECONDS", "15")
-    monkeypatch.setenv("WORKER_NAME", "tiler-7")
+    monkeypatch.setenv("WORKER_NAME", "worker-7")
     monkeypatch.setenv("WORKER_CLAIM_WAIT_SECONDS", "0")
     settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
     assert settings.manager_url == "http://manager:8080"
-    assert settings.stage_types == ["tile-render", "tile-publish"]
+    assert settings.stage_types == ["alpha", "beta"]
     assert settings.concurrency == 4
     assert settings.shutdown_grace == timedelta(seconds=2.5)
     assert settings.poll_backoff.initial == timedelta(seconds=0.1)
     assert settings.poll_backoff.maximum == timedelta(seconds=1)
     assert settings.lease == timedelta(seconds=60)
     assert settings.heartbeat_interval == timedelta(seconds=15)
-    assert settings.name == "tiler-7"
+    assert settings.name == "worker-7"
     assert settings.claim_wait == timedelta(0)
     assert build_worker(settings, FakeJobnik()).long_polls is False
 

@@ -1,12 +1,12 @@
-"""`python -m worker`: run the worker until SIGTERM or SIGINT, then exit 0 once every
-claimed task has been reported."""
+"""`tile-render-worker` (or `python -m tile_render_worker`): run the worker until SIGTERM
+or SIGINT, then exit 0 once every claimed task has been reported."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from .app import build_client, build_worker
+from .app import HandlerNotFoundError, build_client, build_worker, load_handler
 from .settings import WorkerSettings
 
 
@@ -23,6 +23,11 @@ def main() -> None:
     )
     # httpx logs every request at INFO, which for an idle worker is every poll.
     logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.root.level))
+    try:
+        # Before anything connects: a handler that is not there is a setting to fix.
+        load_handler(settings.handler)
+    except HandlerNotFoundError as exc:
+        raise SystemExit(f"error: {exc}") from None
     asyncio.run(_run(settings))
 
 

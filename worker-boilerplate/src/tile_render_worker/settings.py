@@ -11,6 +11,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jobnik_sdk import Backoff
 
+# What this worker does unless its environment says otherwise: the stage type it claims
+# and the handler it runs. Change HANDLER when you rename or replace the handler.
+STAGE_TYPE = "tile-render"
+HANDLER = "tile_render_worker.handler:render_tile"
+
 
 class WorkerSettings(BaseSettings):
     """Where the manager is, what to claim, and how the worker paces itself."""
@@ -19,11 +24,11 @@ class WorkerSettings(BaseSettings):
 
     manager_url: str = "http://127.0.0.1:8080"
     stage_type: str = Field(
-        default="tile-render",
+        default=STAGE_TYPE,
         description="Stage type to claim tasks of; several separated by commas",
     )
     handler: str = Field(
-        default="worker.handler:render_tile",
+        default=HANDLER,
         description="The handler to run, as 'module:function'",
     )
     concurrency: int = Field(default=1, ge=1, description="Tasks run at the same time")
