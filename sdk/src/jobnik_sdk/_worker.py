@@ -24,6 +24,7 @@ from ._client import JobnikClient
 from ._consumer import MAX_CLAIM_WAIT, ConsumerClient
 from ._context import TaskContext
 from ._context_cache import ContextCache
+from ._exceptions import ApiError, JobnikTransportError, RetryLaterError
 from ._handler import Handler, data_binder
 from ._leases import LeaseKeeper
 from ._models import Task, TaskStatus
@@ -44,6 +45,7 @@ ABANDON_AFTER = timedelta(milliseconds=500)
 MAX_PREFETCH = 2 * MAX_CLAIM
 CLAIMS_IN_FLIGHT = 2
 NOT_STARTED_REASON = "handed back: the worker stopped before starting it"
+CONTEXT_UNREAD_REASON = "handed back: its job and stage could not be read"
 
 
 def default_worker_name() -> str:
@@ -588,8 +590,13 @@ class Worker(Generic[DataT]):
             self._start_ready()
 
     async def _invoke(self, task: Task, attempt: Attempt) -> Any:
-        stage = await self._contexts.stage(task.stage_id)
-        job = await self._contexts.job(stage.job_id)
+        try:
+            stage = await self._contexts.stage(task.stage_id)
+            job = await self._contexts.job(stage.job_id)
+        except (JobnikTransportError, ApiError) as exc:
+            # The worker's own plumbing failed before the handler ran: the task goes back
+            # at once, to be offered again, without spending an attempt.
+            raise RetryLaterError(timedelta(0), f"{CONTEXT_UNREAD_REASON}: {exc}") from exc
         ctx = TaskContext(
             task=task,
             job=job,
