@@ -64,6 +64,7 @@ async def main() -> None:
         ),
         name=os.environ.get("MARKER_NAME"),
         amqp_url=os.environ.get("MARKER_AMQP") or None,
+        shutdown_grace=timedelta(seconds=float(os.environ.get("MARKER_GRACE", "30"))),
     )
     try:
         await worker.run()

@@ -132,6 +132,51 @@ async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused
     await assert_invariants(pg_db)
 
 
+async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
+    pg_db: Database, tmp_path: Path
+) -> None:
+    """A rolling restart: the task runs on its only attempt when its worker is told to
+    stop; past the grace period the handler is cancelled and the task handed back with
+    its attempts unchanged, another worker completes it, the job completes, and the
+    stopped worker exits 0."""
+    kind = unique("term")
+    with ExitStack() as stack:
+        url = stack.enter_context(manager_process(pg_db.url))
+        async with httpx.AsyncClient(base_url=url) as http:
+            job = await job_with_tasks(http, kind, [3], maxAttempts=1)
+            task_id = job["stages"][0]["tasks"][0]["id"]
+            leaving = stack.enter_context(
+                marker_worker(url, kind, tmp_path, "leaving", MARKER_GRACE="0.5")
+            )
+            await until(lambda: asyncio.sleep(0, markers_of(tmp_path, "started")), "a start")
+            leaving.send_signal(signal.SIGTERM)
+            # It exits of itself once the grace period is over, well before the handler's
+            # own end; the bound only keeps a failing test from hanging.
+            assert leaving.wait(timeout=15) == 0
+            assert task_id in markers_of(tmp_path, "cancelled")
+            assert task_id not in markers_of(tmp_path, "finished")
+
+            stack.enter_context(marker_worker(url, kind, tmp_path, "staying"))
+
+            async def completed() -> dict[str, Any] | None:
+                task = (await http.get(f"/v1/tasks/{task_id}")).json()
+                return task if task["status"] == "COMPLETED" else None
+
+            done = await until(completed, "the task to complete")
+            assert done["worker"] == "staying" and done["attempts"] == 0
+            assert (await http.get(f"/v1/jobs/{job['id']}")).json()["status"] == "COMPLETED"
+            log = [e for e in await events(http, job["id"]) if e.get("taskId") == task_id]
+            assert [(e["fromStatus"], e["toStatus"], e["worker"]) for e in log] == [
+                (None, "PENDING", None),
+                ("PENDING", "IN_PROGRESS", "leaving"),
+                ("IN_PROGRESS", "RETRIED", "leaving"),
+                ("RETRIED", "IN_PROGRESS", "staying"),
+                ("IN_PROGRESS", "COMPLETED", "staying"),
+            ]
+            assert log[2]["reason"].startswith("handed back")
+    await assert_invariants(pg_db)
+
+
 async def test_abort_reaches_running_handlers_within_one_heartbeat(
     pg_db: Database, tmp_path: Path
 ) -> None:

@@ -5,6 +5,8 @@ the manager answers again."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from datetime import timedelta
 from typing import Any
 
@@ -79,3 +81,37 @@ async def test_a_context_read_that_fails_hands_the_task_back(db: Database) -> No
     handed_back = [h for h in history if h[1] == "RETRIED"]
     assert len(handed_back) == 1 and handed_back[0][2] == 0, history
     assert handed_back[0][3] is not None and handed_back[0][3].startswith(CONTEXT_UNREAD_REASON)
+
+
+async def test_a_second_signal_stops_the_worker_without_waiting(db: Database) -> None:
+    """The first SIGTERM starts a graceful stop (a long grace here); the second cancels
+    the running handler at once, and its task is handed back with no attempt spent."""
+    app = create_app(Settings(database_url=db.url), database=db)
+    stage_type = unique("signals")
+    started = asyncio.Event()
+
+    async def handle(data: dict[str, Any], ctx: TaskContext) -> None:
+        started.set()
+        await asyncio.Event().wait()  # never ends of itself
+
+    transport = httpx.ASGITransport(app=app)
+    async with JobnikClient("http://manager", transport=transport) as client:
+        job = await client.create_job(
+            unique("job"), stages=[NewStage(type=stage_type, tasks=[NewTask(data={})])]
+        )
+        worker = Worker(
+            client, stage_types=stage_type, handler=handle, shutdown_grace=timedelta(hours=1)
+        )
+        running = asyncio.create_task(worker.run())
+        await asyncio.wait_for(started.wait(), timeout=30)
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(0.1)
+        assert not running.done(), "the first signal waits for the running task"
+        os.kill(os.getpid(), signal.SIGTERM)
+        # Returns of itself, long before the hour of grace; the bound keeps a failing
+        # test from hanging.
+        await asyncio.wait_for(running, timeout=30)
+        [stage] = await client.get_job_stages(job.id, with_tasks=True)
+    assert stage.tasks is not None
+    [handed_back] = stage.tasks
+    assert handed_back.status == "RETRIED" and handed_back.attempts == 0

@@ -359,7 +359,10 @@ class Worker(Generic[DataT]):
 
     def _on_signal(self, sig: signal.Signals) -> None:
         if self._stopping.is_set():
-            self._log.info("%s received; already shutting down", sig.name)
+            # A second signal: stop now. Running handlers are cancelled and their tasks
+            # handed back, as at the end of the grace period.
+            self._log.warning("%s received again; stopping without waiting", sig.name)
+            self._cancel_handlers("on a second signal")
             return
         self._log.info(
             "%s received; finishing %d running task(s) (grace %s)",
@@ -391,7 +394,7 @@ class Worker(Generic[DataT]):
     def _cancel_handlers(self, why: str) -> None:
         if self._handlers:
             self._log.warning(
-                "cancelling %d task(s) %s; they are reported FAILED", len(self._handlers), why
+                "cancelling %d task(s) %s; they are handed back", len(self._handlers), why
             )
         for invocation in self._handlers:
             invocation.cancel()
