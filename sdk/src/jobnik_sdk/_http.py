@@ -3,6 +3,7 @@ the retry policy and turns failures into the SDK's exceptions."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -26,6 +27,15 @@ DEFAULT_LIMITS = httpx.Limits(
 )
 
 
+def _quiet_httpx() -> None:
+    """httpx logs every request at INFO, so a worker's claims and heartbeats would fill an
+    application's INFO log. Unless the application set httpx's level itself, keep it to
+    warnings; the SDK logs what matters (failures, retries, each task's start and end)."""
+    httpx_log = logging.getLogger("httpx")
+    if httpx_log.level == logging.NOTSET:
+        httpx_log.setLevel(logging.WARNING)
+
+
 class Http:
     """An httpx client bound to one manager, with retries and error mapping."""
 
@@ -40,6 +50,7 @@ class Http:
         auto_idempotency_keys: bool,
         limits: httpx.Limits = DEFAULT_LIMITS,
     ) -> None:
+        _quiet_httpx()
         self._retry = retry
         self._auto_keys = auto_idempotency_keys
         self._timeout = timeout.total_seconds()
