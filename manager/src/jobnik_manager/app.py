@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from . import __version__
 from .api.errors import install_error_handlers
 from .api.fast_lane import FastLane
+from .api.guard import InputGuard
 from .api.routes import health, jobs, stages, tasks
 from .db.engine import Database
 from .dispatch.outbox import Outbox
@@ -66,4 +67,10 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     # A middleware added after this line wraps it and sees every request; one added
     # before does not see those two calls: add what must (authentication, metrics) after.
     app.add_middleware(FastLane, api=app)
+    # Outside the fast lane: what no route may take is refused before any sees it.
+    app.add_middleware(
+        InputGuard,
+        max_body_bytes=settings.max_body_bytes,
+        max_body_values=settings.max_body_values,
+    )
     return app

@@ -40,6 +40,19 @@ class Settings(BaseSettings):
         description="Apply migrations when `serve` starts; default: on for SQLite, off otherwise",
     )
 
+    # Limits on what one request may ask for (docs/operations.md, "Limits").
+    max_body_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body, in bytes; a larger one is answered 413 unread",
+    )
+    max_body_values: int = Field(
+        default=2_000_000,
+        ge=1000,
+        description="Most JSON values (objects, arrays, strings, numbers, ...) in one body; "
+        "bounds the memory a body takes once parsed",
+    )
+
     maintenance: bool = Field(
         default=True,
         description="Run the lease reaper and due-retry loop here (safe on every replica)",

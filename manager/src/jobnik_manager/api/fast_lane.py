@@ -132,7 +132,8 @@ def _payload(scope: Scope, body: bytes, model: type[M]) -> M | None:
         return None
     try:
         return model.model_validate(json.loads(body))
-    except (ValueError, ValidationError):  # JSONDecodeError is a ValueError
+    # JSONDecodeError is a ValueError; nesting past the parser's depth, a RecursionError.
+    except (ValueError, ValidationError, RecursionError):
         return None
 
 
