@@ -25,7 +25,7 @@ NUL = "\\u0000"
 ANY_ID = "8d3f6a52-5ad9-4b36-bb4a-07a3b0a1d1e2"
 
 # Small limits, so that going past each takes a small request.
-LIMITS = {"max_body_bytes": 128 * 1024, "max_body_values": 20_000}
+LIMITS = {"max_body_bytes": 128 * 1024, "max_body_values": 20_000, "max_tasks_per_call": 3_000}
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ CASES = [
     ),
     Case("status a number", "PUT", "/v1/jobs/{job}/status", '{"status": 1}', says="status"),
     Case("limit a string", "POST", "/v1/tasks/claim", '{"stageTypes": ["t"], "limit": "5"}'),
-    # Size: a body larger than the limit, JSON holding too many values.
+    # Size: a body larger than the limit, JSON holding too many values, too many tasks.
     Case(
         "body too large",
         "POST",
@@ -200,6 +200,46 @@ CASES = [
         status=413,
         code="PAYLOAD_TOO_LARGE",
         says="20,000 JSON values",
+    ),
+    Case(
+        "too many tasks in a job",
+        "POST",
+        "/v1/jobs",
+        job(
+            stages="["
+            + ", ".join(
+                '{"type": "t", "data": {}, "tasks": [' + "{}," * 1_999 + "{}]}" for _ in "ab"
+            )
+            + "]"
+        ),
+        status=413,
+        code="PAYLOAD_TOO_LARGE",
+        says="POST /v1/stages/{stageId}/tasks",
+    ),
+    Case(
+        "too many tasks in a stage",
+        "POST",
+        "/v1/jobs/{job}/stage",
+        '{"type": "t", "data": {}, "tasks": [' + "{}," * 3_000 + "{}]}",
+        status=413,
+        code="PAYLOAD_TOO_LARGE",
+        says="3,001 tasks",
+    ),
+    Case(
+        "too many tasks added",
+        "POST",
+        "/v1/stages/{stage}/tasks",
+        "[" + "{}," * 3_000 + "{}]",
+        status=413,
+        code="PAYLOAD_TOO_LARGE",
+        says="3,001 tasks",
+    ),
+    Case(
+        "many tasks, one invalid late",
+        "POST",
+        "/v1/stages/{stage}/tasks",
+        "[" + '{"data": {}},' * 2_900 + '{"data": 5}]',
+        says="2900.data",
     ),
 ]
 
@@ -283,3 +323,13 @@ async def test_text_that_only_looks_hostile_is_stored(guarded: Api, text: str) -
     expected = json.loads(f'"{text}"')
     stored = (await guarded.job(created["id"]))["data"]
     assert stored == {"k": expected, expected: 1}
+
+
+async def test_up_to_the_limits_is_accepted(guarded: Api) -> None:
+    """As many tasks as a call may create, in slices, answered in the request's order."""
+    tasks = [{"data": {"i": i}} for i in range(LIMITS["max_tasks_per_call"])]
+    job_ = await guarded.create_job()
+    stage = await guarded.create_stage(job_["id"], "t")
+    created = await guarded.call("POST", f"/v1/stages/{stage['id']}/tasks", 201, json=tasks)
+    assert [t["data"]["i"] for t in created] == list(range(len(tasks)))
+    assert (await guarded.stage(stage["id"]))["summary"]["total"] == len(tasks)

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import Any
 
+import httpx
 import pytest
 
+from jobnik_manager.app import create_app
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
+from jobnik_manager.settings import Settings
 from jobnik_sdk import (
     IllegalTransitionError,
     JobnikClient,
@@ -25,7 +29,7 @@ from jobnik_sdk import (
     TaskReport,
     TaskRetryPolicy,
 )
-from jobnik_sdk.testing import FakeJobnik
+from jobnik_sdk.testing import FakeJobnik, FakeManager
 
 from .conftest import in_process_client
 from .parity import Env, Scenario, manager_advance, outcome
@@ -364,3 +368,171 @@ async def test_the_fake_leaves_the_managers_history(
     actual = await outcome(fake.client(), job_ids)
     assert actual["events"] == expected["events"]
     assert actual["state"] == expected["state"]
+
+
+# ---- refusals -------------------------------------------------------------------------------
+
+
+async def refusals(http: httpx.AsyncClient) -> list[tuple[str, int, str | None, str | None]]:
+    """Requests the manager refuses, and a few it takes: each answer's status, code, and
+    (but for malformed requests, whose wording is the validator's) message."""
+    answers: list[tuple[str, int, str | None, str | None]] = []
+
+    async def send(what: str, method: str, path: str, **options: Any) -> httpx.Response:
+        response = await http.request(method, path, **options)
+        body = response.json() if response.content else {}
+        code = body.get("code") if isinstance(body, dict) else None
+        message = body.get("message") if code not in (None, "VALIDATION_ERROR") else None
+        answers.append((what, response.status_code, code, message))
+        return response
+
+    job = (
+        await send(
+            "create",
+            "POST",
+            "/v1/jobs",
+            json={
+                "name": "refusing",
+                "data": {},
+                "stages": [
+                    {"type": "r-first", "data": {}, "tasks": [{"data": {}}, {"data": {}}]},
+                    {"type": "r-second", "data": {}, "tasks": [{"data": {}}]},
+                ],
+            },
+        )
+    ).json()
+    job_id, first, second = job["id"], job["stages"][0], job["stages"][1]
+    task_id, missing = first["tasks"][0]["id"], str(uuid.uuid4())
+    for what, body in [
+        ("short name", {"name": "x", "data": {}}),
+        ("long name", {"name": "x" * 51, "data": {}}),
+        ("unknown field", {"name": "ok", "data": {}, "colour": 1}),
+        ("no data", {"name": "ok"}),
+        ("unknown priority", {"name": "ok", "data": {}, "priority": "URGENT"}),
+        ("NUL in data", {"name": "ok", "data": {"a": "\u0000"}}),
+        ("empty stage type", {"name": "ok", "data": {}, "stages": [{"type": "", "data": {}}]}),
+        (
+            "no attempts",
+            {
+                "name": "ok",
+                "data": {},
+                "stages": [{"type": "t", "data": {}, "tasks": [{"data": {}, "maxAttempts": 0}]}],
+            },
+        ),
+        (
+            "slow multiplier",
+            {
+                "name": "ok",
+                "data": {},
+                "stages": [
+                    {
+                        "type": "t",
+                        "data": {},
+                        "retryPolicy": {"initialDelaySeconds": 1, "multiplier": 0.5},
+                    }
+                ],
+            },
+        ),
+        ("string limit", {"name": "ok", "data": {}, "stages": [{"type": 5, "data": {}}]}),
+    ]:
+        await send(what, "POST", "/v1/jobs", json=body)
+    await send(
+        "not JSON", "POST", "/v1/jobs", content=b"{", headers={"content-type": "application/json"}
+    )
+    await send("bad id", "GET", "/v1/jobs/not-a-uuid")
+    await send("no such job", "GET", f"/v1/jobs/{missing}")
+    await send("no such stage", "GET", f"/v1/stages/{missing}")
+    await send("no such task", "GET", f"/v1/tasks/{missing}")
+    await send("no such route", "GET", "/v1/nowhere")
+    await send("no such method", "DELETE", "/v1/tasks/claim")
+    await send("final target", "PUT", f"/v1/jobs/{job_id}/status", json={"status": "COMPLETED"})
+    await send("same status", "PUT", f"/v1/jobs/{job_id}/status", json={"status": "PENDING"})
+    await send(
+        "early approval", "PUT", f"/v1/stages/{second['id']}/status", json={"status": "PENDING"}
+    )
+    await send(
+        "approval target", "PUT", f"/v1/stages/{second['id']}/status", json={"status": "COMPLETED"}
+    )
+    await send(
+        "report unclaimed", "PUT", f"/v1/tasks/{task_id}/status", json={"status": "COMPLETED"}
+    )
+    await send(
+        "retry without delay", "PUT", f"/v1/tasks/{task_id}/status", json={"status": "RETRIED"}
+    )
+    await send(
+        "reason on completion",
+        "PUT",
+        f"/v1/tasks/{task_id}/status",
+        json={"status": "COMPLETED", "reason": "x"},
+    )
+    await send("report missing", "PUT", f"/v1/tasks/{missing}/status", json={"status": "COMPLETED"})
+    for what, claim in [
+        ("no types", {"stageTypes": []}),
+        ("too many", {"stageTypes": ["r-first"], "limit": 101}),
+        ("long wait", {"stageTypes": ["r-first"], "waitSeconds": 61}),
+        ("short lease", {"stageTypes": ["r-first"], "leaseSeconds": 0.5}),
+        ("limit as text", {"stageTypes": ["r-first"], "limit": "1"}),
+    ]:
+        await send(what, "POST", "/v1/tasks/claim", json=claim)
+    await send("long type", "PATCH", f"/v1/stages/{'t' * 51}/tasks/dequeue")
+    await send("lease of 0", "PATCH", "/v1/stages/r-first/tasks/dequeue?lease_seconds=0")
+    await send("nothing ready", "PATCH", "/v1/stages/r-none/tasks/dequeue")
+    claimed = (
+        await send("dequeue", "PATCH", "/v1/stages/r-first/tasks/dequeue?lease_seconds=60")
+    ).json()
+    lease = claimed["leaseId"]
+    await send(
+        "other lease",
+        "PUT",
+        f"/v1/tasks/{claimed['id']}/status",
+        json={"status": "COMPLETED", "leaseId": missing},
+    )
+    await send(
+        "beat other lease",
+        "POST",
+        f"/v1/tasks/{claimed['id']}/heartbeat",
+        json={"leaseId": missing},
+    )
+    await send(
+        "beat progress",
+        "POST",
+        f"/v1/tasks/{claimed['id']}/heartbeat",
+        json={"leaseId": lease, "progress": 101},
+    )
+    await send("no reports", "POST", "/v1/tasks/reports", json={"reports": []})
+    beats = [{"taskId": missing, "leaseId": missing}] * 101
+    await send("too many beats", "POST", "/v1/tasks/heartbeats", json={"heartbeats": beats})
+    await send("no tasks", "POST", f"/v1/stages/{second['id']}/tasks", json=[])
+    await send(
+        "tasks to a running stage", "POST", f"/v1/stages/{first['id']}/tasks", json=[{"data": {}}]
+    )
+    await send("big page", "GET", "/v1/jobs?page_size=101")
+    await send("big events page", "GET", f"/v1/jobs/{job_id}/events?page_size=1001")
+    await send("metadata list", "PATCH", f"/v1/jobs/{job_id}/user-metadata", json=[1])
+    await send("same priority", "PATCH", f"/v1/jobs/{job_id}/priority", json={"priority": "MEDIUM"})
+    await send("unknown priority", "PATCH", f"/v1/jobs/{job_id}/priority", json={"priority": "X"})
+    await send("delete running", "DELETE", f"/v1/jobs/{job_id}")
+    key = {"Idempotency-Key": "refusals-1"}
+    await send("keyed", "POST", "/v1/jobs", json={"name": "keyed", "data": {}}, headers=key)
+    await send("key reused", "POST", "/v1/jobs", json={"name": "other", "data": {}}, headers=key)
+    await send("abort", "PUT", f"/v1/jobs/{job_id}/status", json={"status": "ABORTED"})
+    await send(
+        "stage to aborted", "POST", f"/v1/jobs/{job_id}/stage", json={"type": "t", "data": {}}
+    )
+    await send("tasks to aborted", "POST", f"/v1/stages/{second['id']}/tasks", json=[{"data": {}}])
+    await send(
+        "report aborted", "PUT", f"/v1/tasks/{claimed['id']}/status", json={"status": "FAILED"}
+    )
+    return answers
+
+
+async def test_the_fake_refuses_what_the_manager_refuses(db: Database) -> None:
+    app = create_app(Settings(database_url=db.url), database=db)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://m"
+    ) as http:
+        expected = await refusals(http)
+    fake = FakeManager()
+    async with httpx.AsyncClient(transport=fake.transport, base_url="http://f") as http:
+        actual = await refusals(http)
+    assert actual == expected

@@ -52,6 +52,12 @@ class Settings(BaseSettings):
         description="Most JSON values (objects, arrays, strings, numbers, ...) in one body; "
         "bounds the memory a body takes once parsed",
     )
+    max_tasks_per_call: int = Field(
+        default=100_000,
+        ge=1,
+        description="Most tasks one create may carry; add more to a stage with further "
+        "calls of POST /v1/stages/{stageId}/tasks",
+    )
 
     maintenance: bool = Field(
         default=True,

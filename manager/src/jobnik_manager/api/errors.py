@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -31,7 +32,8 @@ def error_body(message: str, code: str) -> dict[str, str]:
     return {"message": message, "code": code}
 
 
-def _describe(errors: list[Any]) -> str:
+def describe_errors(errors: Sequence[Any]) -> str:
+    """Validation errors as one message: the first few, each with its location."""
     parts = []
     for err in errors[:5]:
         loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
@@ -50,7 +52,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse(
-            error_body(_describe(list(exc.errors())), "VALIDATION_ERROR"), status_code=400
+            error_body(describe_errors(exc.errors()), "VALIDATION_ERROR"), status_code=400
         )
 
     @app.exception_handler(StarletteHTTPException)

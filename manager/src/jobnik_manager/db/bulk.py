@@ -7,8 +7,9 @@ than asyncpg's pipelined executemany that a Core INSERT of many rows turns into.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, cast
 
 import asyncpg  # type: ignore[import-untyped]
@@ -23,6 +24,7 @@ from .models import Base
 
 Converter = Callable[[Any], Any]
 _FEW = 50
+_SLICE = 2_000
 _NOTHING = object()
 
 
@@ -54,12 +56,15 @@ async def insert_many(
         if (convert := _converter(table.c[name].type, conn.dialect)) is not None
     ]
     records = (_record(row, converters) for row in itertools.chain((first,), iterator))
+    # Converting 100,000 rows takes a while: the event loop is let in every `_SLICE`.
     if conn.dialect.driver == "asyncpg":
-        await _copy(s, conn, table, columns, records)
+        await _copy(s, conn, table, columns, _yielding(records))
     else:
         # SQLite: the driver's own executemany of the converted rows. A Core INSERT of
         # many rows would process every parameter of every row once more in Python.
-        await conn.exec_driver_sql(_insert_sql(table, columns, conn.dialect), list(records))
+        sql = _insert_sql(table, columns, conn.dialect)
+        while batch := list(itertools.islice(records, _SLICE)):
+            await conn.exec_driver_sql(sql, batch)
 
 
 async def insert_new(s: AsyncSession, obj: Base) -> None:
@@ -70,12 +75,21 @@ async def insert_new(s: AsyncSession, obj: Base) -> None:
     await s.execute(insert(table), [{c.name: getattr(obj, c.name) for c in table.c}])
 
 
+async def _yielding(records: Iterable[tuple[Any, ...]]) -> AsyncIterator[tuple[Any, ...]]:
+    """`records` one by one, a turn of the event loop after each `_SLICE`: the driver
+    asks for more as long as the server takes them, never waiting otherwise."""
+    for i, record in enumerate(records, 1):
+        yield record
+        if i % _SLICE == 0:
+            await asyncio.sleep(0)
+
+
 async def _copy(
     s: AsyncSession,
     conn: AsyncConnection,
     table: Table,
     columns: list[str],
-    records: Iterable[tuple[Any, ...]],
+    records: AsyncIterable[tuple[Any, ...]],
 ) -> None:
     raw = await conn.get_raw_connection()
     driver = raw.driver_connection

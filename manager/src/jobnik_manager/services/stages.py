@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import Sequence
@@ -26,10 +27,11 @@ from .history import stage_moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
 from .pages import PageRequest, PageResult, paginate
 from .specs import NewStage, NewTask
-from .tracing import new_traceparent
+from .tracing import new_traceparent, new_traceparents
 
 TaskRow = dict[str, Any]
 """A task as inserted: column name to value (the columns left out are NULL)."""
+_SLICE = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,27 +133,35 @@ async def insert_tasks(
     claimable = claimable_when_created(status, job.status)
     rank = job.priority.rank
     ids = _new_ids(len(new))
-    rows: list[TaskRow] = [
-        {
-            "id": task_id,
-            "stage_id": stage.id,
-            "job_id": job.id,
-            "stage_type": stage.type,
-            "priority_rank": rank,
-            "claimable": claimable,
-            "status": TaskStatus.PENDING,
-            "attempts": 0,
-            "max_attempts": p.max_attempts,
-            "data": p.data,
-            "user_metadata": p.user_metadata,
-            "traceparent": p.traceparent or new_traceparent(stage.traceparent),
-            "tracestate": p.tracestate,
-            "creation_time": now,
-            "update_time": now,
-            "retry_policy": p.retry_policy.to_json() if p.retry_policy else stage.retry_policy,
-        }
-        for task_id, p in zip(ids, new, strict=True)
-    ]
+    stage_id, job_id, stage_type = stage.id, job.id, stage.type
+    spans, policy = new_traceparents(stage.traceparent), stage.retry_policy
+    rows: list[TaskRow] = []
+    # A slice at a time, the event loop let in between: a create may carry 100,000 tasks.
+    for start in range(0, len(new), _SLICE):
+        if start:
+            await asyncio.sleep(0)
+        end = start + _SLICE
+        rows.extend(
+            {
+                "id": task_id,
+                "stage_id": stage_id,
+                "job_id": job_id,
+                "stage_type": stage_type,
+                "priority_rank": rank,
+                "claimable": claimable,
+                "status": TaskStatus.PENDING,
+                "attempts": 0,
+                "max_attempts": p.max_attempts,
+                "data": p.data,
+                "user_metadata": p.user_metadata,
+                "traceparent": p.traceparent or next(spans),
+                "tracestate": p.tracestate,
+                "creation_time": now,
+                "update_time": now,
+                "retry_policy": p.retry_policy.to_json() if p.retry_policy else policy,
+            }
+            for task_id, p in zip(ids[start:end], new[start:end], strict=True)
+        )
     if not rows:
         return rows
     # In list order, so `seq` (the oldest-first tie-break) follows the request's order.

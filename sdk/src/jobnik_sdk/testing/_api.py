@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
 
 from .._models import JobStatus
 from .._reports import HeartbeatAnswer
@@ -33,7 +34,6 @@ from ._requests import (
     PageQuery,
     PriorityIn,
     ReportIn,
-    ReportItemIn,
     ReportsIn,
     StageIn,
     StagesQuery,
@@ -45,7 +45,7 @@ from ._requests import (
     WithTasksQuery,
 )
 from ._rows import JobRow, StageRow, TaskRow, job_out, stage_out, task_out
-from ._work import Report, State
+from ._work import State
 
 Answer = tuple[int, Any]  # the status, and the JSON body (None: no body)
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -198,13 +198,6 @@ def _delete_job(api: Api, call: Call) -> Answer:
     return 200, {"code": "JOB_DELETED_SUCCESSFULLY"}
 
 
-@route("PATCH", "/v1/jobs/{jobId}/user-metadata")
-def _job_metadata(api: Api, call: Call) -> Answer:
-    job = api.state.job(call.id("jobId"))
-    _replace_metadata(api, job, call)
-    return 200, {"code": "JOB_MODIFIED_SUCCESSFULLY"}
-
-
 @route("PATCH", "/v1/jobs/{jobId}/priority")
 def _job_priority(api: Api, call: Call) -> Answer:
     job_id = call.id("jobId")
@@ -272,15 +265,8 @@ def _get_stage(api: Api, call: Call) -> Answer:
 
 @route("GET", "/v1/stages/{stageId}/summary")
 def _stage_summary(api: Api, call: Call) -> Answer:
-    summary = api.state.stage(call.id("stageId")).summary()
-    return 200, summary.model_dump(mode="json", by_alias=True)
-
-
-@route("PATCH", "/v1/stages/{stageId}/user-metadata")
-def _stage_metadata(api: Api, call: Call) -> Answer:
-    stage = api.state.stage(call.id("stageId"))
-    _replace_metadata(api, stage, call)
-    return 200, {"code": "STAGE_MODIFIED_SUCCESSFULLY"}
+    counts = api.state.stage(call.id("stageId")).summary()
+    return 200, {to_camel(status): n for status, n in counts.items()}
 
 
 @route("PUT", "/v1/stages/{stageId}/status")
@@ -347,7 +333,7 @@ async def _claim(api: Api, call: Call) -> Answer:
 @route("POST", "/v1/tasks/reports")
 def _reports(api: Api, call: Call) -> Answer:
     items = call.body(ReportsIn).reports
-    answers = api.state.settle([_report(item.task_id, item) for item in items])
+    answers = api.state.settle([item.report(item.task_id) for item in items])
     return 200, {
         "items": [
             {"taskId": str(item.task_id), "error": answer.body()}
@@ -392,17 +378,10 @@ def _get_task(api: Api, call: Call) -> Answer:
     return 200, task_out(api.state.task(call.id("taskId")))
 
 
-@route("PATCH", "/v1/tasks/{taskId}/user-metadata")
-def _task_metadata(api: Api, call: Call) -> Answer:
-    task = api.state.task(call.id("taskId"))
-    _replace_metadata(api, task, call)
-    return 200, {"code": "TASK_MODIFIED_SUCCESSFULLY"}
-
-
 @route("PUT", "/v1/tasks/{taskId}/status")
 def _report_one(api: Api, call: Call) -> Answer:
     task_id = call.id("taskId")
-    (answer,) = api.state.settle([_report(task_id, call.body(ReportIn))])
+    (answer,) = api.state.settle([call.body(ReportIn).report(task_id)])
     if isinstance(answer, Refused):
         raise answer
     return 200, task_out(answer)
@@ -419,29 +398,24 @@ def _heartbeat(api: Api, call: Call) -> Answer:
 # ---- helpers ------------------------------------------------------------------------------
 
 
-def _report(task_id: uuid.UUID, spec: ReportIn | ReportItemIn) -> Report:
-    return Report(
-        task_id=task_id,
-        status=spec.status,
-        lease_id=spec.lease_id,
-        result=spec.result,
-        reason=spec.reason,
-        retryable=spec.retryable is not False,
-        retry_after=(
-            timedelta(seconds=spec.retry_after_seconds)
-            if spec.retry_after_seconds is not None
-            else None
-        ),
-    )
-
-
 def _renewed(renewed: HeartbeatAnswer) -> dict[str, Any]:
     return renewed.model_dump(mode="json", by_alias=True)
 
 
-def _replace_metadata(api: Api, row: JobRow | StageRow | TaskRow, call: Call) -> None:
-    row.user_metadata = call.body_of(_METADATA)
-    row.update_time = api.state.clock.now()
+def _replacing_metadata(kind: str) -> Route:
+    """PATCH /v1/{kind}s/{id}/user-metadata: the object replaces the entity's metadata."""
+
+    def replace(api: Api, call: Call) -> Answer:
+        row: JobRow | StageRow | TaskRow = getattr(api.state, kind)(call.id(f"{kind}Id"))
+        row.user_metadata = call.body_of(_METADATA)
+        row.update_time = api.state.clock.now()
+        return 200, {"code": f"{kind.upper()}_MODIFIED_SUCCESSFULLY"}
+
+    return replace
+
+
+for _kind in ("job", "stage", "task"):
+    route("PATCH", f"/v1/{_kind}s/{{{_kind}Id}}/user-metadata")(_replacing_metadata(_kind))
 
 
 def _page(rows: Iterable[Any], q: PageQuery, render: Callable[[Any], Any]) -> Answer:

@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic.alias_generators import to_camel
 
 from .._models import JobStatus, Priority, StageStatus, TaskRetryPolicy, TaskStatus
+from .._reports import TaskReport
 
 WEEK = 7 * 24 * 3600.0
 _MAX_DEPTH = 64
@@ -151,6 +152,16 @@ class ReportIn(Body):
         if (self.retry_after_seconds is None) == (status is TaskStatus.RETRIED):
             raise ValueError("retryAfterSeconds is required with RETRIED, and only there")
         return self
+
+    def report(self, task_id: uuid.UUID) -> TaskReport:
+        """The report as the SDK has it."""
+        delay = self.retry_after_seconds
+        return TaskReport.model_construct(
+            **self.model_dump(exclude={"retry_after_seconds", "retryable", "task_id"}),
+            task_id=task_id,
+            retryable=self.retryable is not False,
+            retry_after=None if delay is None else timedelta(seconds=delay),
+        )
 
 
 class ReportItemIn(ReportIn):

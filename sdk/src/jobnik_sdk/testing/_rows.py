@@ -13,26 +13,31 @@ from .._models import (
     Priority,
     Stage,
     StageStatus,
-    Summary,
     Task,
     TaskRetryPolicy,
     TaskStatus,
 )
 
 
-@dataclass(eq=False)
-class TaskRow:
+@dataclass(eq=False, kw_only=True)
+class Row:
+    """What jobs, stages and tasks all hold."""
+
     id: uuid.UUID
-    stage_id: uuid.UUID
-    job_id: uuid.UUID
-    seq: int
+    seq: int  # creation order, across all rows
     data: dict[str, Any]
     user_metadata: dict[str, Any]
-    max_attempts: int
     creation_time: datetime
     update_time: datetime
     traceparent: str
     tracestate: str | None
+
+
+@dataclass(eq=False, kw_only=True)
+class TaskRow(Row):
+    stage_id: uuid.UUID
+    job_id: uuid.UUID
+    max_attempts: int
     retry_policy: TaskRetryPolicy | None
     status: TaskStatus = TaskStatus.PENDING
     attempts: int = 0
@@ -48,44 +53,27 @@ class TaskRow:
     result: dict[str, Any] | None = None
 
 
-@dataclass(eq=False)
-class StageRow:
-    id: uuid.UUID
+@dataclass(eq=False, kw_only=True)
+class StageRow(Row):
     job_id: uuid.UUID
-    seq: int
     type: str
     order: int
-    data: dict[str, Any]
-    user_metadata: dict[str, Any]
     status: StageStatus
-    creation_time: datetime
-    update_time: datetime
-    traceparent: str
-    tracestate: str | None
     retry_policy: TaskRetryPolicy | None
     tasks: list[TaskRow] = field(default_factory=list)
 
-    def summary(self) -> Summary:
-        counts = {status: 0 for status in TaskStatus}
+    def summary(self) -> dict[str, int]:
+        """The stage's task counts by status (as the wire names them), and `total`."""
+        counts = {status.value.lower(): 0 for status in TaskStatus}
         for task in self.tasks:
-            counts[task.status] += 1
-        return Summary.model_validate(
-            {status.value.lower(): n for status, n in counts.items()} | {"total": len(self.tasks)}
-        )
+            counts[task.status.value.lower()] += 1
+        return counts | {"total": len(self.tasks)}
 
 
-@dataclass(eq=False)
-class JobRow:
-    id: uuid.UUID
-    seq: int
+@dataclass(eq=False, kw_only=True)
+class JobRow(Row):
     name: str
-    data: dict[str, Any]
-    user_metadata: dict[str, Any]
     priority: Priority
-    creation_time: datetime
-    update_time: datetime
-    traceparent: str
-    tracestate: str | None
     status: JobStatus = JobStatus.PENDING
     # Kept, not derived: the manager sets it when a stage completes and on abort.
     percentage: int = 0
@@ -110,7 +98,7 @@ def stage_out(stage: StageRow, *, with_tasks: bool = False) -> dict[str, Any]:
         {
             **vars(stage),
             "summary": summary,
-            "percentage": percentage(summary.completed, summary.total),
+            "percentage": percentage(summary["completed"], summary["total"]),
             "tasks": stage.tasks if with_tasks else None,
         },
         from_attributes=True,

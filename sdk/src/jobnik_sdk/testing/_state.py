@@ -13,13 +13,14 @@ import secrets
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
-from .._models import JobStatus, Priority, StageStatus, TaskStatus
+from .._models import JobStatus, Priority, StageStatus, TaskRetryPolicy, TaskStatus
 from ._clock import FakeClock
 from ._events import EventLog
 from ._refusals import illegal, not_found, rule
 from ._requests import JobIn, StageIn, TaskIn
-from ._rows import JobRow, StageRow, TaskRow, percentage
+from ._rows import JobRow, Row, StageRow, TaskRow, percentage
 
 _CLAIMABLE = (TaskStatus.PENDING, TaskStatus.RETRIED)
 _NON_FINAL_TASK = [s for s in TaskStatus if not s.is_final]
@@ -35,6 +36,7 @@ _USER_JOB_MOVES = {
     (JobStatus.PAUSED, JobStatus.ABORTED),
 }
 STAGE_FAILED = "stage failed"
+RowT = TypeVar("RowT", bound=Row)
 JOB_ABORTED = "job aborted"
 
 
@@ -95,20 +97,30 @@ class Rules:
 
     # ---- creation -----------------------------------------------------------------------
 
-    def create_job(self, spec: JobIn) -> JobRow:
-        at = self.clock.now()
-        job = JobRow(
+    def _new(
+        self,
+        row: type[RowT],
+        spec: JobIn | StageIn | TaskIn,
+        at: datetime,
+        parent: str | None = None,
+        **fields: Any,
+    ) -> RowT:
+        """A new row of `spec`, in the trace of its `parent`'s traceparent if any."""
+        return row(
             id=uuid.uuid4(),
             seq=next(self._seq),
-            name=spec.name,
             data=spec.data,
             user_metadata=spec.user_metadata,
-            priority=spec.priority,
             creation_time=at,
             update_time=at,
-            traceparent=spec.traceparent or new_traceparent(),
+            traceparent=spec.traceparent or new_traceparent(parent),
             tracestate=spec.tracestate,
+            **fields,
         )
+
+    def create_job(self, spec: JobIn) -> JobRow:
+        at = self.clock.now()
+        job = self._new(JobRow, spec, at, name=spec.name, priority=spec.priority)
         self.jobs[job.id] = job
         self.events.job(job, None, at)
         for stage in spec.stages or ():
@@ -134,20 +146,16 @@ class Rules:
             status = StageStatus.PENDING
         else:
             status = StageStatus.CREATED
-        stage = StageRow(
-            id=uuid.uuid4(),
+        stage = self._new(
+            StageRow,
+            spec,
+            at,
+            parent=job.traceparent,
             job_id=job.id,
-            seq=next(self._seq),
             type=spec.type,
             order=len(job.stages) + 1,
-            data=spec.data,
-            user_metadata=spec.user_metadata,
             status=status,
-            creation_time=at,
-            update_time=at,
-            traceparent=spec.traceparent or new_traceparent(job.traceparent),
-            tracestate=spec.tracestate,
-            retry_policy=spec.retry_policy.policy() if spec.retry_policy else None,
+            retry_policy=_policy(spec),
         )
         job.stages.append(stage)
         self.stages[stage.id] = stage
@@ -173,21 +181,15 @@ class Rules:
                 "NOT_ALLOWED_TO_ADD_TASKS_TO_IN_PROGRESS_STAGE",
             )
         rows = [
-            TaskRow(
-                id=uuid.uuid4(),
+            self._new(
+                TaskRow,
+                spec,
+                at,
+                parent=stage.traceparent,
                 stage_id=stage.id,
                 job_id=stage.job_id,
-                seq=next(self._seq),
-                data=spec.data,
-                user_metadata=spec.user_metadata,
                 max_attempts=spec.max_attempts,
-                creation_time=at,
-                update_time=at,
-                traceparent=spec.traceparent or new_traceparent(stage.traceparent),
-                tracestate=spec.tracestate,
-                retry_policy=spec.retry_policy.policy()
-                if spec.retry_policy
-                else stage.retry_policy,
+                retry_policy=_policy(spec) or stage.retry_policy,
             )
             for spec in specs
         ]
@@ -280,9 +282,9 @@ class Rules:
             return
         job = self.jobs[stage.job_id]
         summary = stage.summary()
-        if summary.failed:
+        if summary["failed"]:
             self._fail_job_from(job, stage, at)
-        elif summary.total and summary.completed == summary.total:
+        elif summary["total"] and summary["completed"] == summary["total"]:
             self.complete_stage(job, stage, at)
 
     def _fail_job_from(self, job: JobRow, stage: StageRow, at: datetime) -> None:
@@ -316,6 +318,10 @@ class Rules:
             stage = following
         job.percentage = _job_percentage(job)
         job.update_time = at
+
+
+def _policy(spec: StageIn | TaskIn) -> TaskRetryPolicy | None:
+    return spec.retry_policy.policy() if spec.retry_policy else None
 
 
 def _job_percentage(job: JobRow) -> int:

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from .._models import JobStatus, Priority, StageStatus, TaskStatus
-from .._reports import HeartbeatAnswer
+from .._reports import HeartbeatAnswer, TaskReport
 from ._refusals import Refused, illegal, lease_lost, not_found
 from ._rows import TaskRow
 from ._state import Rules
@@ -21,19 +19,6 @@ _PRIORITY_RANK = {p: i for i, p in enumerate(Priority)}
 _CLAIMING_JOB = (JobStatus.PENDING, JobStatus.IN_PROGRESS)
 _ACTIVE_STAGE = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
 _REPORTED = (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED)
-
-
-@dataclass(frozen=True, slots=True)
-class Report:
-    """What a worker says of its task. `status` RETRIED means "retry later"."""
-
-    task_id: uuid.UUID
-    status: TaskStatus
-    lease_id: uuid.UUID | None = None
-    result: dict[str, Any] | None = None
-    reason: str | None = None
-    retryable: bool = True
-    retry_after: timedelta | None = None
 
 
 class State(Rules):
@@ -54,9 +39,7 @@ class State(Rules):
             key=lambda t: (t.lease_expires_at, t.seq),
         )
         if expired:
-            self.settle(
-                [Report(t.id, TaskStatus.FAILED, reason=LEASE_EXPIRED) for t in expired], at
-            )
+            self.settle([TaskReport.failed(t.id, reason=LEASE_EXPIRED) for t in expired], at)
 
     # ---- claims -------------------------------------------------------------------------
 
@@ -126,7 +109,7 @@ class State(Rules):
     # ---- reports ------------------------------------------------------------------------
 
     def settle(
-        self, reports: Sequence[Report], at: datetime | None = None
+        self, reports: Sequence[TaskReport], at: datetime | None = None
     ) -> list[TaskRow | Refused]:
         """Settle each report: every task moves first, in the reports' order, then the
         stages they leave done complete or fail, in stage id order. Answers, in order,
@@ -135,7 +118,7 @@ class State(Rules):
         answers: list[TaskRow | Refused] = []
         touched: dict[uuid.UUID, None] = {}
         for report in reports:
-            task = self.tasks.get(report.task_id)
+            task = self.tasks.get(uuid.UUID(str(report.task_id)))
             try:
                 if task is None:
                     raise not_found("Task")
@@ -149,13 +132,14 @@ class State(Rules):
             self.settle_stage(self.stages[stage_id], at)
         return answers
 
-    def _apply(self, task: TaskRow, report: Report, at: datetime) -> bool:
+    def _apply(self, task: TaskRow, report: TaskReport, at: datetime) -> bool:
         """Move the task as `report` says; False when it repeats a completion."""
-        if report.lease_id is not None and not _live(task, report.lease_id, at):
+        lease_id = uuid.UUID(str(report.lease_id)) if report.lease_id is not None else None
+        if lease_id is not None and not _live(task, lease_id, at):
             if (
                 report.status is TaskStatus.COMPLETED
                 and task.status is TaskStatus.COMPLETED
-                and task.lease_id == report.lease_id
+                and task.lease_id == lease_id
             ):
                 return False  # the answer to the first report was lost; say it again
             raise lease_lost()

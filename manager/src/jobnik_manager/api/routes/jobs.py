@@ -17,10 +17,11 @@ from ...services.history import events_of_job
 from ...services.loading import load_job
 from ...services.pages import PageRequest
 from ...services.stages import tasks_by_stage
+from ..create_bodies import CreateRoute, created_task_bodies, new_job, new_stage
 from ..deps import DatabaseDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..json_values import JsonObject
-from ..presenters import event_out, job_body, job_out, stage_body, stage_out, task_bodies
+from ..presenters import event_out, job_body, job_out, stage_body, stage_out
 from ..schemas import (
     ErrorMessage,
     EventOut,
@@ -35,7 +36,7 @@ from ..schemas import (
 )
 from ..transaction import in_transaction
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=CreateRoute)
 ERRORS: dict[int | str, dict[str, object]] = {
     400: {"model": ErrorMessage},
     404: {"model": ErrorMessage},
@@ -91,7 +92,7 @@ async def create_job(
     payload: JobCreate,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
-    new = payload.to_new()
+    new = await new_job(payload)
 
     async def work(s: AsyncSession) -> dict[str, object]:
         created = await job_service.create_job(s, new)
@@ -99,7 +100,8 @@ async def create_job(
             return job_body(created.job)
         # Answered as inserted rather than read back: there may be many tasks.
         return job_body(
-            created.job, [stage_body(c.stage, task_bodies(c.tasks)) for c in created.stages]
+            created.job,
+            [stage_body(c.stage, await created_task_bodies(c.tasks)) for c in created.stages],
         )
 
     return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
@@ -189,13 +191,13 @@ async def add_stage(
     payload: StageCreate,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
-    new = payload.to_new()
+    new = await new_stage(payload)
 
     async def work(s: AsyncSession) -> dict[str, object]:
         created = await stage_service.add_stage(s, jobId, new)
         if not payload.tasks:
             return stage_body(created.stage)
-        return stage_body(created.stage, task_bodies(created.tasks))
+        return stage_body(created.stage, await created_task_bodies(created.tasks))
 
     return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
 

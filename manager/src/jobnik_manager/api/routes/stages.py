@@ -14,10 +14,11 @@ from ...domain.statuses import StageStatus
 from ...services import stages as stage_service
 from ...services.claims import claim
 from ...services.loading import load_stage
+from ..create_bodies import CreateRoute, created_task_bodies, new_tasks
 from ..deps import DatabaseDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..json_values import JsonObject
-from ..presenters import stage_out, summary_out, task_bodies, task_out, task_response
+from ..presenters import stage_out, summary_out, task_out, task_response
 from ..schemas import (
     MAX_LEASE_SECONDS,
     ErrorMessage,
@@ -31,7 +32,7 @@ from ..schemas import (
 )
 from ..transaction import in_transaction
 
-router = APIRouter(prefix="/v1/stages", tags=["stages"])
+router = APIRouter(prefix="/v1/stages", tags=["stages"], route_class=CreateRoute)
 ERRORS: dict[int | str, dict[str, object]] = {
     400: {"model": ErrorMessage},
     404: {"model": ErrorMessage},
@@ -138,10 +139,10 @@ async def add_tasks(
     payload: Annotated[list[TaskCreate], Body(min_length=1)],
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
-    new = [p.to_new() for p in payload]
+    new = await new_tasks(payload)
 
     async def work(s: AsyncSession) -> list[dict[str, object]]:
-        return task_bodies(await stage_service.add_tasks(s, stageId, new))
+        return await created_task_bodies(await stage_service.add_tasks(s, stageId, new))
 
     def body() -> object:
         return [p.model_dump(mode="json", by_alias=True) for p in payload]
