@@ -8,7 +8,9 @@ parser): one with more than `max_tasks_per_call` tasks is answered 413 before a 
 validated; one with many tasks is validated `SLICE` tasks at a time, the loop free for
 other requests in between, and the first slice with an error ends it (400, its first
 errors). FastAPI then takes the validated model as it is. A small body goes on to
-FastAPI as before.
+FastAPI as before. The routes convert such a body (`new_job`, ...) and answer the tasks
+they created (`created_task_bodies`) in slices too, and a large body is created with
+the cyclic garbage collector paused (`_collector_paused`).
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ async def _tasks(tasks: list[Any], at: Location) -> list[TaskCreate]:
     return out
 
 
-async def in_slices(items: Sequence[Any], convert: Callable[[Any], T]) -> list[T]:
+async def _in_slices(items: Sequence[Any], convert: Callable[[Any], T]) -> list[T]:
     """`[convert(item) for item in items]`, the event loop let in between slices."""
     if len(items) <= SLICE:
         return [convert(item) for item in items]
@@ -225,7 +227,7 @@ async def created_task_bodies(rows: Sequence[Mapping[str, Any]]) -> list[dict[st
 
 
 async def new_tasks(tasks: Sequence[TaskCreate]) -> list[NewTask]:
-    return await in_slices(tasks, TaskCreate.to_new)
+    return await _in_slices(tasks, TaskCreate.to_new)
 
 
 async def new_stage(payload: StageCreate) -> NewStage:
