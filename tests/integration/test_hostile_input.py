@@ -25,7 +25,12 @@ NUL = "\\u0000"
 ANY_ID = "8d3f6a52-5ad9-4b36-bb4a-07a3b0a1d1e2"
 
 # Small limits, so that going past each takes a small request.
-LIMITS = {"max_body_bytes": 128 * 1024, "max_body_values": 20_000, "max_tasks_per_call": 3_000}
+LIMITS = {
+    "max_body_bytes": 128 * 1024,
+    "max_body_values": 20_000,
+    "max_tasks_per_call": 3_000,
+    "max_inline_tasks": 5,
+}
 
 
 @dataclass(frozen=True)
@@ -182,6 +187,10 @@ CASES = [
     ),
     Case("status a number", "PUT", "/v1/jobs/{job}/status", '{"status": 1}', says="status"),
     Case("limit a string", "POST", "/v1/tasks/claim", '{"stageTypes": ["t"], "limit": "5"}'),
+    Case("page a string", "GET", "/v1/jobs?page=x", says="page"),
+    # Pages are bounded.
+    Case("page too large", "GET", "/v1/tasks?page_size=101", says="page_size"),
+    Case("events page too large", "GET", "/v1/jobs/{job}/events?page_size=1001", says="page_size"),
     # Size: a body larger than the limit, JSON holding too many values, too many tasks.
     Case(
         "body too large",
@@ -333,3 +342,31 @@ async def test_up_to_the_limits_is_accepted(guarded: Api) -> None:
     created = await guarded.call("POST", f"/v1/stages/{stage['id']}/tasks", 201, json=tasks)
     assert [t["data"]["i"] for t in created] == list(range(len(tasks)))
     assert (await guarded.stage(stage["id"]))["summary"]["total"] == len(tasks)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/stages/{stage}?should_return_tasks=true",
+        "/v1/jobs/{job}/stages?should_return_tasks=true",
+        "/v1/stages?should_return_tasks=true&job_id={job}",
+    ],
+)
+async def test_tasks_answered_inline_are_bounded(guarded: Api, path: str) -> None:
+    """Up to the limit, a read answers its stages' tasks with them; past it, 413, and
+    the tasks are read a page at a time."""
+    job_ = await guarded.create_job()
+    stage = await guarded.create_stage(job_["id"], "t")
+    await guarded.create_tasks(stage["id"], LIMITS["max_inline_tasks"])
+    url = path.format(job=job_["id"], stage=stage["id"])
+    answer = await guarded.call("GET", url)
+    stages = answer if isinstance(answer, list) else answer.get("items", [answer])
+    assert len(stages[0]["tasks"]) == LIMITS["max_inline_tasks"]
+    await guarded.create_tasks(stage["id"])
+    response = await guarded.http.get(url)
+    assert_error(
+        response,
+        Case("", "", "", status=413, code="PAYLOAD_TOO_LARGE", says="/v1/stages/{stageId}/tasks"),
+    )
+    page = await guarded.call("GET", f"/v1/stages/{stage['id']}/tasks", params={"page_size": 100})
+    assert page["total"] == LIMITS["max_inline_tasks"] + 1

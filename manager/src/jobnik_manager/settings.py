@@ -58,6 +58,12 @@ class Settings(BaseSettings):
         description="Most tasks one create may carry; add more to a stage with further "
         "calls of POST /v1/stages/{stageId}/tasks",
     )
+    max_inline_tasks: int = Field(
+        default=10_000,
+        ge=1,
+        description="Most tasks a read with should_return_tasks=true may answer inline; "
+        "larger stages are read a page at a time from GET /v1/stages/{stageId}/tasks",
+    )
 
     maintenance: bool = Field(
         default=True,

@@ -18,7 +18,7 @@ from ...services.loading import load_job
 from ...services.pages import PageRequest
 from ...services.stages import tasks_by_stage
 from ..create_bodies import CreateRoute, created_task_bodies, new_job, new_stage
-from ..deps import DatabaseDep, PageDep
+from ..deps import DatabaseDep, InlineTasksDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..json_values import JsonObject
 from ..presenters import event_out, job_body, job_out, stage_body, stage_out
@@ -165,12 +165,13 @@ async def change_job_status(
     responses=ERRORS,
 )
 async def get_job_stages(
-    db: DatabaseDep, jobId: uuid.UUID, should_return_tasks: bool = False
+    db: DatabaseDep, inline: InlineTasksDep, jobId: uuid.UUID, should_return_tasks: bool = False
 ) -> list[StageOut]:
     async def work(s: AsyncSession) -> list[StageOut]:
         stages = await stage_service.stages_of_job(s, jobId)
         if not should_return_tasks:
             return [stage_out(st) for st in stages]
+        inline.check(stages)
         tasks = await tasks_by_stage(s, [st.id for st in stages])
         return [stage_out(st, tasks[st.id]) for st in stages]
 

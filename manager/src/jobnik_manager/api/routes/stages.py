@@ -15,7 +15,7 @@ from ...services import stages as stage_service
 from ...services.claims import claim
 from ...services.loading import load_stage
 from ..create_bodies import CreateRoute, created_task_bodies, new_tasks
-from ..deps import DatabaseDep, PageDep
+from ..deps import DatabaseDep, InlineTasksDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..json_values import JsonObject
 from ..presenters import stage_out, summary_out, task_out, task_response
@@ -44,6 +44,7 @@ StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
 async def find_stages(
     db: DatabaseDep,
     page: PageDep,
+    inline: InlineTasksDep,
     job_id: uuid.UUID | None = None,
     stage_type: Annotated[str | None, Query(min_length=1, max_length=50)] = None,
     stage_operation_status: StageStatus | None = None,
@@ -55,6 +56,8 @@ async def find_stages(
 
     async def work(s: AsyncSession) -> Page[StageOut]:
         result = await stage_service.find_stages(s, f, page)
+        if should_return_tasks:
+            inline.check(result.items)
         tasks = (
             await stage_service.tasks_by_stage(s, [st.id for st in result.items])
             if should_return_tasks
@@ -75,12 +78,13 @@ async def find_stages(
     "/{stageId}", response_model=StageOut, response_model_exclude_none=True, responses=ERRORS
 )
 async def get_stage(
-    db: DatabaseDep, stageId: uuid.UUID, should_return_tasks: bool = False
+    db: DatabaseDep, inline: InlineTasksDep, stageId: uuid.UUID, should_return_tasks: bool = False
 ) -> StageOut:
     async def work(s: AsyncSession) -> StageOut:
         stage = await load_stage(s, stageId)
         if not should_return_tasks:
             return stage_out(stage)
+        inline.check([stage])
         tasks = await stage_service.tasks_by_stage(s, [stageId])
         return stage_out(stage, tasks[stageId])
 
