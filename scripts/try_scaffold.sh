@@ -97,8 +97,10 @@ uv pip install -q --python "$WORK/env" --no-sources "$WHEEL" ./tile-render ./til
 ls "$WORK/env/bin" | grep -- '-worker$' | sed 's/^/   command: /'
 PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"
+# The repository's interpreter itself, not `uv run`, so that $! is the manager's own pid.
+MANAGER_PYTHON=$(repo_uv run --quiet python -c 'import sys; print(sys.executable)')
 JOBNIK_DATABASE_URL="sqlite+aiosqlite:///$WORK/jobnik.db" JOBNIK_PORT=$PORT JOBNIK_LOG_LEVEL=warning \
-  repo_uv run --quiet jobnik-manager serve >"$WORK/manager.log" 2>&1 &
+  "$MANAGER_PYTHON" -m jobnik_manager.cli serve >"$WORK/manager.log" 2>&1 &
 PIDS+=($!)
 wait_ready "$URL"
 echo "   manager: $URL (SQLite $WORK/jobnik.db)"
@@ -199,6 +201,8 @@ for project in map(Path, sys.argv[1:]):
         print(f"   {project.name}: {doc['kind']} {doc['metadata']['name']}, image "
               f"{container['image']}, WORKER_STAGE_TYPE={env['WORKER_STAGE_TYPE']}")
 EOF
+
+kill -TERM "${PIDS[0]}" && wait "${PIDS[0]}" || true  # the manager
 
 step "done"
 echo "   all steps passed in $((SECONDS - START))s; files in $WORK"

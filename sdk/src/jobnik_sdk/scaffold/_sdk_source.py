@@ -119,7 +119,8 @@ class SdkSource:
         if self.kind in ("wheel", "project"):
             wheel = self._wheel_into(project / WHEELS)
             return _block(
-                "a wheel in wheels/, committed with the project (replace it to upgrade)",
+                "a wheel in wheels/, committed with the project; to upgrade, put the new\n"
+                "# wheel there, name it here and run `uv lock`",
                 f'jobnik-sdk = {{ path = "{WHEELS}/{wheel.name}" }}',
             )
         if self.kind == "git":
@@ -128,7 +129,10 @@ class SdkSource:
                 fields.append(f'subdirectory = "{self.subdirectory}"')
             if self.rev:
                 fields.append(f'rev = "{self.rev}"')
-            return _block("its git repository", f"jobnik-sdk = {{ {', '.join(fields)} }}")
+            return _block(
+                "its git repository (the Dockerfile's build stage then needs git)",
+                f"jobnik-sdk = {{ {', '.join(fields)} }}",
+            )
         if self.kind == "url":
             return _block("a wheel at a URL", f'jobnik-sdk = {{ url = "{self.location}" }}')
         if self.kind == "index":
