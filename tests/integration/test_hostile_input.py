@@ -173,6 +173,9 @@ CASES = [
         says="nested deeper",
     ),
     Case("deep data", "POST", "/v1/jobs", job('{"a": ' * 70 + "1" + "}" * 70), says="data"),
+    # Nesting that closes some levels on the way down: refused by the parser.
+    Case("deep, closing on the way", "POST", "/v1/jobs", job("[[]," * 3000 + "1" + "]" * 3000)),
+    Case("deep claim, closing on the way", "POST", "/v1/tasks/claim", "[[]," * 3000 + "]" * 3000),
     # Wrong types.
     Case("name a number", "POST", "/v1/jobs", '{"name": 12, "data": {}}', says="name"),
     Case("data a string", "POST", "/v1/jobs", '{"name": "ok-name", "data": "x"}', says="data"),
