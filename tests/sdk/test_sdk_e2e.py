@@ -162,6 +162,13 @@ async def test_sigterm_in_the_middle_of_a_task_lets_it_complete(
                     return True if task.status is TaskStatus.IN_PROGRESS else None
 
                 await eventually(running, "the worker to claim the task")
+
+                async def handler_started() -> bool | None:
+                    # Claimed is not started: a task claimed but not yet begun when the
+                    # signal comes is handed back instead, by design.
+                    return True if "started (attempt" in log.read_text() else None
+
+                await eventually(handler_started, "the handler to start")
                 sent_at = datetime.now(UTC)
                 proc.send_signal(signal.SIGTERM)
                 code = await asyncio.to_thread(proc.wait, 30)
