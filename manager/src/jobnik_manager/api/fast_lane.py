@@ -23,10 +23,11 @@ from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from pydantic import TypeAdapter, ValidationError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..db.engine import Database
 from ..dispatch.wakeups import ReadyWaiters
+from .replay import replay
 from .routes.stages import dequeue
 from .routes.tasks import claim_batch, report_batch, report_task_status
 from .schemas import BatchReport, ClaimRequest, Inbound, TaskStatusReport
@@ -75,7 +76,7 @@ class FastLane:
         body, complete = await _read_body(receive)
         payload = _payload(scope, body, ClaimRequest) if complete else None
         if payload is None:
-            await self.app(scope, _replay(body, complete, receive), send)
+            await self.app(scope, replay(body, complete, receive), send)
             return
         waiters: ReadyWaiters = self.api.state.waiters
         # A long poll asks the request whether its client is still there.
@@ -86,7 +87,7 @@ class FastLane:
         body, complete = await _read_body(receive)
         payload = _payload(scope, body, BatchReport) if complete else None
         if payload is None:
-            await self.app(scope, _replay(body, complete, receive), send)
+            await self.app(scope, replay(body, complete, receive), send)
             return
         await self._answer(scope, receive, send, report_batch(self._db(), payload))
 
@@ -94,12 +95,12 @@ class FastLane:
         body, complete = await _read_body(receive)
         payload = _payload(scope, body, TaskStatusReport) if complete else None
         if payload is None:
-            await self.app(scope, _replay(body, complete, receive), send)
+            await self.app(scope, replay(body, complete, receive), send)
             return
         try:
             taskId = _task_id.validate_python(task_id)
         except ValidationError:
-            await self.app(scope, _replay(body, complete, receive), send)
+            await self.app(scope, replay(body, complete, receive), send)
             return
         await self._answer(scope, receive, send, report_task_status(self._db(), taskId, payload))
 
@@ -152,17 +153,3 @@ async def _read_body(receive: Receive) -> tuple[bytes, bool]:
             return b"".join(chunks), True
         if size > _MAX_BODY:
             return b"".join(chunks), False
-
-
-def _replay(body: bytes, complete: bool, receive: Receive) -> Receive:
-    """`receive` for the app: the bytes read here first, then the rest of the stream."""
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": not complete}
-
-    return replay

@@ -13,10 +13,11 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 from fastapi.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .body_scan import Refusal, invalid, printable, scan, too_large, unstorable
 from .errors import error_body
+from .replay import replay
 
 # Their bodies, if any, are read by no route.
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -45,7 +46,7 @@ class InputGuard:
             if refusal is None and body:
                 refusal = scan(body, max_values=self.max_body_values)
             if refusal is None:
-                await self.app(scope, _replay(body or b"", receive), send)
+                await self.app(scope, replay(body or b"", True, receive), send)
                 return
         response = JSONResponse(error_body(refusal.message, refusal.code), refusal.status)
         await response(scope, receive, send)
@@ -95,17 +96,3 @@ def _request_line(scope: Scope) -> tuple[Refusal | None, int | None]:
             except ValueError:
                 return invalid("header content-length: not a number"), None
     return None, length
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """`receive` for the app: the whole body at once, then the rest of the stream."""
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
