@@ -23,7 +23,8 @@ from sqlalchemy.types import TypeEngine
 from .models import Base
 
 Converter = Callable[[Any], Any]
-_FEW = 50
+# Up to this many rows go as one plain INSERT; more are streamed (COPY on PostgreSQL).
+FEW_ROWS = 50
 _SLICE = 2_000
 _NOTHING = object()
 
@@ -37,11 +38,11 @@ async def insert_many(
     `rows` may be a generator: on PostgreSQL each row is then built, sent and dropped in
     turn, never all held at once."""
     iterator = iter(rows)
-    head = list(itertools.islice(iterator, _FEW + 1))
+    head = list(itertools.islice(iterator, FEW_ROWS + 1))
     if not head:
         return
     table = cast(Table, model.__table__)
-    if len(head) <= _FEW:
+    if len(head) <= FEW_ROWS:
         # A few rows: one plain multi-row INSERT beats COPY's set-up round trips, which
         # would otherwise dominate a small create (and the latency of its first task).
         await s.execute(insert(table), head)

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.bulk import insert_many
+from ..db.bulk import FEW_ROWS, insert_many
 from ..db.claim import EVENT_COLUMNS
 from ..db.deferred import defer, write_deferred
 from ..db.models import EVENTS, Event, Job, Stage, Task
@@ -20,9 +20,6 @@ from ..domain import announcements
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
 from .loading import load_job
 from .pages import PageRequest, PageResult, paginate
-
-# A create's task events up to this many are written with the other events at commit.
-_DEFERRED_AT_MOST = 50
 
 
 class Entity(StrEnum):
@@ -89,7 +86,7 @@ async def tasks_created(
         }
         for task_id in task_ids
     )
-    if len(task_ids) <= _DEFERRED_AT_MOST:
+    if len(task_ids) <= FEW_ROWS:
         defer(s, EVENTS, (_complete(row) for row in rows))
         return
     await write_deferred(s)
