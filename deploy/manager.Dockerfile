@@ -38,8 +38,13 @@ RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --locked --no-dev --no-install-workspace --package jobnik-manager
 
 # The manager itself, installed as a wheel (not editable), so the virtualenv is
-# self-contained and the sources are not needed at run time.
+# self-contained and the sources are not needed at run time. The SDK comes along: the
+# manager takes the API's shared vocabulary from it (jobnik_sdk.wire), and its wheel
+# bundles the worker template, hence worker-boilerplate/.
 COPY manager/src/ manager/src/
+COPY sdk/hatch_build.py sdk/
+COPY sdk/src/ sdk/src/
+COPY worker-boilerplate/ worker-boilerplate/
 RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --locked --no-dev --no-editable --package jobnik-manager
 

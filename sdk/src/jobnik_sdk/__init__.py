@@ -32,6 +32,7 @@ from ._exceptions import (
     WaitTimeoutError,
 )
 from ._handler import Handler
+from ._logs import TaskLogFilter
 from ._models import (
     Event,
     Job,
@@ -93,6 +94,7 @@ __all__ = [
     "Task",
     "TaskContext",
     "TaskHeartbeat",
+    "TaskLogFilter",
     "TaskOutcome",
     "TaskReport",
     "TaskRetryPolicy",

@@ -9,72 +9,23 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from enum import StrEnum
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
-
-class JobStatus(StrEnum):
-    """Status of a job. COMPLETED, FAILED and ABORTED are final."""
-
-    CREATED = "CREATED"
-    PENDING = "PENDING"
-    IN_PROGRESS = "IN_PROGRESS"
-    PAUSED = "PAUSED"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    ABORTED = "ABORTED"
-
-    @property
-    def is_final(self) -> bool:
-        """True for COMPLETED, FAILED and ABORTED: nothing changes a job after them."""
-        return self in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.ABORTED)
-
-
-class StageStatus(StrEnum):
-    """Status of a stage. A WAITING stage needs approval before its tasks can run."""
-
-    CREATED = "CREATED"
-    WAITING = "WAITING"
-    PENDING = "PENDING"
-    IN_PROGRESS = "IN_PROGRESS"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    ABORTED = "ABORTED"
-
-    @property
-    def is_final(self) -> bool:
-        """True for COMPLETED, FAILED and ABORTED."""
-        return self in (StageStatus.COMPLETED, StageStatus.FAILED, StageStatus.ABORTED)
-
-
-class TaskStatus(StrEnum):
-    """Status of a task. PENDING and RETRIED tasks are waiting to be claimed."""
-
-    CREATED = "CREATED"
-    PENDING = "PENDING"
-    IN_PROGRESS = "IN_PROGRESS"
-    RETRIED = "RETRIED"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    ABORTED = "ABORTED"
-
-    @property
-    def is_final(self) -> bool:
-        """True for COMPLETED, FAILED and ABORTED."""
-        return self in (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.ABORTED)
-
-
-class Priority(StrEnum):
-    """Job priority; tasks of higher-priority jobs are claimed first."""
-
-    VERY_HIGH = "VERY_HIGH"
-    HIGH = "HIGH"
-    MEDIUM = "MEDIUM"
-    LOW = "LOW"
-    VERY_LOW = "VERY_LOW"
+from .wire import JobStatus as JobStatus  # re-exported: defined once, in .wire
+from .wire import Priority as Priority
+from .wire import StageStatus as StageStatus
+from .wire import TaskStatus as TaskStatus
+from .wire import retry_delay
 
 
 class _Wire(BaseModel):
@@ -129,15 +80,7 @@ class TaskRetryPolicy(_Wire):
 
     def delay_after(self, failed_attempts: int) -> timedelta:
         """The wait after the `failed_attempts`-th failed attempt (none before the first)."""
-        if failed_attempts < 1:
-            return timedelta(0)
-        cap = self.max_delay.total_seconds()
-        seconds = self.initial_delay.total_seconds()
-        for _ in range(failed_attempts - 1):
-            if seconds >= cap:
-                break
-            seconds *= self.multiplier
-        return timedelta(seconds=min(seconds, cap))
+        return retry_delay(self, failed_attempts)
 
 
 class Task(_Wire):
@@ -170,6 +113,10 @@ class Task(_Wire):
     reason: str | None = None
     result: dict[str, Any] | None = None
     progress: int | None = None
+    # What the work is at, in words, from its last heartbeat that said.
+    progress_message: str | None = None
+    # How long an attempt may run; past it the manager fails the attempt "timed out".
+    timeout_seconds: float | None = None
     retry_policy: TaskRetryPolicy | None = None
 
 
@@ -189,10 +136,27 @@ class Stage(_Wire):
     tracestate: str | None = None
     tasks: list[Task] | None = None
     retry_policy: TaskRetryPolicy | None = None
+    # Not in the reference Jobnik API: when it started (first claim) and ended (a final
+    # status), and why it failed or was aborted.
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    reason: str | None = None
+    # Not in the reference Jobnik API: how many of its tasks may fail for good with the
+    # stage still completing, and whether it completed with some failed (partial).
+    allowed_failures: int = 0
+    partial: bool = False
+    timeout_seconds: float | None = None
+    # How far it is, 0 to 100: its completed tasks and what its running tasks last
+    # reported (`percentage` counts completed tasks only). Set on reads.
+    progress: float | None = None
 
 
 class Job(_Wire):
-    """An ordered list of stages. `stages` is set when asked for."""
+    """An ordered list of stages. `stages` is set when asked for.
+
+    How it went: `start_time` (its first claim), `end_time` (its final status) and, when
+    FAILED or ABORTED, `reason`; a failed job names the task that failed it
+    (`failed_task_id`, in stage `failed_stage_id`), whose reason it carries."""
 
     id: uuid.UUID
     name: str
@@ -206,6 +170,22 @@ class Job(_Wire):
     traceparent: str | None = None
     tracestate: str | None = None
     stages: list[Stage] | None = None
+    # Not in the reference Jobnik API: when it started (first claim) and ended (a final
+    # status), why it failed or was aborted and, for a failure, the task that failed it
+    # and that task's stage.
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    reason: str | None = None
+    failed_task_id: uuid.UUID | None = None
+    failed_stage_id: uuid.UUID | None = None
+    # COMPLETED with failures its stages allowed (`NewStage.allowed_failures`).
+    partial: bool = False
+    # Scheduled: none of its tasks claimable before then (set when created with one).
+    not_before: datetime | None = None
+    # Failed ("deadline exceeded") if not final by then.
+    deadline: datetime | None = None
+    # How far it is, 0 to 100: the mean of its stages' progress. Set on reads.
+    progress: float | None = None
 
 
 ItemT = TypeVar("ItemT")
@@ -218,12 +198,19 @@ class Page(_Wire, Generic[ItemT]):
     items: list[ItemT]
 
 
+# How much an entry a task's worker adds to its job's history matters.
+EventLevel = Literal["info", "warning", "error"]
+
+
 class Event(_Wire):
-    """One status change of a job, a stage or a task, from the job's event history.
+    """One entry of a job's event history: a status change of the job, a stage or a
+    task, or an entry a task's worker added (`TaskContext.emit`).
 
     `entity` is JOB, STAGE or TASK; `from_status` is None when the entity was created.
     Task events also carry `stage_id`, `task_id`, `attempt` (failed attempts so far),
-    `lease_id`, `worker` and `reason` where they apply.
+    `lease_id`, `worker` and `reason` where they apply. An added entry has no status
+    (`to_status` None) but a `name`, a `level` (info, warning, error), and optionally a
+    `message` and `fields`.
     """
 
     id: int
@@ -234,11 +221,15 @@ class Event(_Wire):
     stage_id: uuid.UUID | None = None
     task_id: uuid.UUID | None = None
     from_status: str | None = None
-    to_status: str
+    to_status: str | None = None
     attempt: int | None = None
     lease_id: uuid.UUID | None = None
     worker: str | None = None
     reason: str | None = None
+    name: str | None = None
+    level: str | None = None
+    message: str | None = None
+    fields: dict[str, Any] | None = None
 
 
 class NewTask(_Wire):
@@ -251,6 +242,19 @@ class NewTask(_Wire):
     traceparent: str | None = None
     tracestate: str | None = None
     retry_policy: TaskRetryPolicy | None = None
+    # Scheduled: not claimable before this time (an aware datetime), nor before its
+    # job's `not_before`.
+    not_before: datetime | None = None
+    # How long an attempt may run before the manager fails it "timed out" (None: its
+    # stage's `timeout_seconds`, else no limit).
+    timeout_seconds: float | None = Field(default=None, gt=0)
+
+    @field_validator("not_before")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("not_before must carry its time zone (e.g. datetime.now(UTC))")
+        return value
 
 
 class NewStage(_Wire):
@@ -267,6 +271,11 @@ class NewStage(_Wire):
     traceparent: str | None = None
     tracestate: str | None = None
     retry_policy: TaskRetryPolicy | None = None
+    # Partial success: up to this many of its tasks may fail for good and the stage (and
+    # its job) still complete, marked `partial`. None: the manager's default, 0.
+    allowed_failures: int | None = Field(default=None, ge=0)
+    # The time limit of an attempt of its tasks that bring none of their own.
+    timeout_seconds: float | None = Field(default=None, gt=0)
 
 
 def wire(spec: BaseModel) -> dict[str, Any]:
