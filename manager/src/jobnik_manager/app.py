@@ -7,12 +7,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from . import __version__
-from .api.errors import install_error_handlers
+from .api.deps import documented_method, known_query_only
+from .api.errors import install_error_handlers, route_methods
 from .api.fast_lane import FastLane
 from .api.guard import InputGuard
+from .api.openapi import install_openapi
 from .api.routes import health, jobs, stages, tasks
 from .db.engine import Database
 from .dispatch.outbox import Outbox
@@ -34,7 +36,11 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loops = []
         if settings.maintenance:
-            loops.append(asyncio.create_task(run_maintenance(db, settings.maintenance_interval)))
+            loops.append(
+                asyncio.create_task(
+                    run_maintenance(db, settings.maintenance_interval, settings.retention)
+                )
+            )
         if not db.is_sqlite:
             loops.append(asyncio.create_task(listen(db.url, waiters)))
         if settings.amqp_url:
@@ -61,8 +67,15 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     app.state.waiters = waiters
     app.state.settings = settings
     install_error_handlers(app)
-    for module in (health, jobs, stages, tasks):
-        app.include_router(module.router)
+    install_openapi(app)
+    # What a 405's Allow and the documented-method check read (api/errors.py).
+    app.state.route_methods = route_methods([m.router for m in (health, jobs, stages, tasks)])
+    app.include_router(health.router)
+    for module in (jobs, stages, tasks):
+        app.include_router(
+            module.router,
+            dependencies=[Depends(documented_method), Depends(known_query_only)],
+        )
     # The v1 dequeue and task report skip FastAPI's routing and dependency solving here.
     # A middleware added after this line wraps it and sees every request; one added
     # before does not see those two calls: add what must (authentication, metrics) after.

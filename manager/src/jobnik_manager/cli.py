@@ -1,13 +1,20 @@
-"""`jobnik-manager`: serve the API or migrate the database."""
+"""`jobnik-manager`: serve the API, migrate the database, or delete old finished jobs."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import logging
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from .db import migrate
+from .db.engine import Database
+from .domain.durations import parse_duration
+from .maintenance import retention
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -95,6 +102,29 @@ def served_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+def _duration(text: str) -> timedelta:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+async def _cleanup(settings: Settings, older_than: timedelta, *, dry_run: bool) -> None:
+    """Delete (or count) the finished jobs that ended over `older_than` ago."""
+    db = Database(settings.database_url, pool_size=2)
+    try:
+        before = db.clock.now() - older_than
+        if dry_run:
+            async with db.sessions() as s:
+                counted = await retention.count_finished_before(s, before)
+            print(f"would delete {counted} that ended before {before.isoformat()}")
+        else:
+            deleted = await retention.delete_finished_before(db, before)
+            print(f"deleted {deleted} that ended before {before.isoformat()}")
+    finally:
+        await db.dispose()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="jobnik-manager", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -111,6 +141,18 @@ def main(argv: list[str] | None = None) -> None:
         help="serve from this many processes (PostgreSQL only; each runs the background loops)",
     )
     sub.add_parser("migrate", help="apply database migrations (JOBNIK_DATABASE_URL)")
+    cleanup = sub.add_parser(
+        "cleanup",
+        help="delete finished jobs (with their stages, tasks and events) that ended long ago",
+    )
+    cleanup.add_argument(
+        "--older-than",
+        required=True,
+        type=_duration,
+        metavar="DURATION",
+        help="how long ago they ended: 7d, 12h, 30m, 1d12h or ISO 8601 (P7D)",
+    )
+    cleanup.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
     args = parser.parse_args(argv)
 
     overrides = {
@@ -118,13 +160,21 @@ def main(argv: list[str] | None = None) -> None:
         for k, v in (("host", getattr(args, "host", None)), ("port", getattr(args, "port", None)))
         if v is not None
     }
-    settings = Settings(**overrides)
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "JOBNIK_" + "_".join(str(p) for p in first["loc"]).upper()
+        parser.exit(2, f"jobnik-manager: {where}: {first['msg']}\n")
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.command == "migrate":
         migrate.upgrade(settings.database_url)
         logging.getLogger("jobnik_manager").info("database is at the latest revision")
+    elif args.command == "cleanup":
+        _refuse_unless_migrated(settings)
+        asyncio.run(_cleanup(settings, args.older_than, dry_run=args.dry_run))
     else:
         _serve(settings, demo=args.demo, workers=args.workers)
 

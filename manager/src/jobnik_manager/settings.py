@@ -8,6 +8,8 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .domain.durations import parse_duration
+
 
 def _seconds(value: Any) -> Any:
     """Durations come from the environment as seconds ("0.5"); ISO 8601 also works."""
@@ -20,6 +22,18 @@ def _seconds(value: Any) -> Any:
 
 
 Duration = Annotated[timedelta, BeforeValidator(_seconds)]
+
+
+def _written(value: Any) -> Any:
+    """A retention as people write it (7d, 12h, 1d12h, P7D); unset or empty: none."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        return parse_duration(value)
+    return value
+
+
+Retention = Annotated[timedelta | None, BeforeValidator(_written)]
 
 
 class Settings(BaseSettings):
@@ -68,6 +82,11 @@ class Settings(BaseSettings):
     maintenance: bool = Field(
         default=True,
         description="Run the lease reaper and due-retry loop here (safe on every replica)",
+    )
+    retention: Retention = Field(
+        default=None,
+        description="Delete finished jobs (with their stages, tasks and events) this long "
+        "after they ended, e.g. 30d; unset: keep them forever",
     )
     maintenance_interval: Duration = Field(
         default=timedelta(seconds=1), description="Seconds between maintenance ticks"

@@ -233,7 +233,8 @@ async def new_tasks(tasks: Sequence[TaskCreate]) -> list[NewTask]:
 async def new_stage(payload: StageCreate) -> NewStage:
     """`payload.to_new()`, its tasks converted in slices."""
     bare = payload.model_copy(update={"tasks": None}).to_new()
-    return replace(bare, tasks=await new_tasks(payload.tasks or ()))
+    tasks = await new_tasks(payload.tasks or ())
+    return replace(bare, tasks=tasks, without_tasks=payload.tasks == [])
 
 
 async def new_job(payload: JobCreate) -> NewJob:

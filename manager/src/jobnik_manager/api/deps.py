@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 
 from ..db.engine import Database
 from ..db.models import Stage
@@ -14,6 +16,7 @@ from ..dispatch.wakeups import ReadyWaiters
 from ..domain.summary import Summary
 from ..services.pages import PageRequest
 from ..settings import Settings
+from .errors import documented_methods
 
 
 # Async, so FastAPI calls them on the event loop rather than in a worker thread.
@@ -25,6 +28,40 @@ async def get_database(request: Request) -> Database:
 async def get_waiters(request: Request) -> ReadyWaiters:
     waiters: ReadyWaiters = request.app.state.waiters
     return waiters
+
+
+async def known_query_only(request: Request) -> None:
+    """Refuse a query parameter the route does not take (400), as the reference does,
+    rather than ignore it: a misspelt filter must not pass for no filter."""
+    if not request.query_params:
+        return
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    for name in request.query_params:
+        if name not in _query_names(route):
+            raise RequestValidationError(
+                [{"loc": ("query", name), "msg": "Unknown query parameter", "type": "unknown"}]
+            )
+
+
+async def documented_method(request: Request) -> None:
+    """Refuse (405) a method that the request's path does not take, though a route with
+    a parameter in its place does: GET /v1/tasks/claim is no GET /v1/tasks/{taskId}."""
+    methods = documented_methods(request)
+    if methods is not None and request.method not in methods:
+        raise HTTPException(405, "Method Not Allowed")
+
+
+def _query_names(route: APIRoute) -> frozenset[str]:
+    """The query parameters of the route and of its dependencies, by their wire names."""
+    names: set[str] = set()
+    pending = [route.dependant]
+    while pending:
+        dependant = pending.pop()
+        names.update(field.alias for field in dependant.query_params)
+        pending.extend(dependant.dependencies)
+    return frozenset(names)
 
 
 async def get_page(

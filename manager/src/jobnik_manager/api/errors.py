@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +12,7 @@ import asyncpg  # type: ignore[import-untyped]
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute, APIRouter
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -42,6 +45,53 @@ def describe_errors(errors: Sequence[Any]) -> str:
     return "; ".join(parts) + more
 
 
+def documented_methods(request: Request) -> frozenset[str] | None:
+    """The methods the OpenAPI document gives the request's path, or None if it has no
+    such path. Where templates overlap, the one with the fewest parameters is the path's
+    own (/v1/tasks/claim, not /v1/tasks/{taskId}). Read from the app's routes, which the
+    document is made of (making the document itself costs a fifth of a second)."""
+    paths = _route_methods(request.app)
+    path = request.scope["path"]
+    matches = [
+        (template.count("{"), operations)
+        for template, operations in paths.items()
+        if _template(template).fullmatch(path)
+    ]
+    if not matches:
+        return None
+    fewest = min(params for params, _ in matches)
+    return frozenset(m.upper() for params, ops in matches if params == fewest for m in ops)
+
+
+def allowed_methods(request: Request) -> str | None:
+    """The Allow of a 405. Starlette's names the methods of the first route it tried
+    only, where a path has one route per method."""
+    methods = documented_methods(request)
+    return ", ".join(sorted(methods)) if methods else None
+
+
+def route_methods(routers: Sequence[APIRouter]) -> dict[str, frozenset[str]]:
+    """The documented routes' methods by path template, as the app is built."""
+    known: dict[str, set[str]] = {}
+    for router in routers:
+        for route in router.routes:
+            if isinstance(route, APIRoute) and route.include_in_schema:
+                known.setdefault(route.path_format, set()).update(route.methods or ())
+    return {template: frozenset(m.lower() for m in methods) for template, methods in known.items()}
+
+
+def _route_methods(app: Any) -> dict[str, frozenset[str]]:
+    known: dict[str, frozenset[str]] = getattr(app.state, "route_methods", {})
+    return known
+
+
+@functools.cache
+def _template(path: str) -> re.Pattern[str]:
+    """A pattern of the paths that `path`, with its `{name}` segments, stands for."""
+    parts = re.split(r"(\{[^}/]+\})", path)
+    return re.compile("".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(_: Request, exc: DomainError) -> JSONResponse:
@@ -56,12 +106,15 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(
             exc.status_code, "VALIDATION_ERROR" if exc.status_code == 400 else "HTTP_ERROR"
         )
+        headers = exc.headers
+        if exc.status_code == 405 and (allowed := allowed_methods(request)):
+            headers = {**(headers or {}), "Allow": allowed}
         return JSONResponse(
-            error_body(str(exc.detail), code), status_code=exc.status_code, headers=exc.headers
+            error_body(str(exc.detail), code), status_code=exc.status_code, headers=headers
         )
 
     # The database being away is the server's trouble, not the request's: 503 with a

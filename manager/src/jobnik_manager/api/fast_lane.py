@@ -73,10 +73,8 @@ class FastLane:
         return db
 
     async def _claim(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body, complete = await _read_body(receive)
-        payload = _payload(scope, body, ClaimRequest) if complete else None
+        payload = await self._parsed(scope, receive, send, ClaimRequest)
         if payload is None:
-            await self.app(scope, replay(body, complete, receive), send)
             return
         waiters: ReadyWaiters = self.api.state.waiters
         # A long poll asks the request whether its client is still there.
@@ -84,25 +82,29 @@ class FastLane:
         await self._answer(scope, receive, send, claim_batch(request, self._db(), waiters, payload))
 
     async def _reports(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body, complete = await _read_body(receive)
-        payload = _payload(scope, body, BatchReport) if complete else None
-        if payload is None:
-            await self.app(scope, replay(body, complete, receive), send)
-            return
-        await self._answer(scope, receive, send, report_batch(self._db(), payload))
+        payload = await self._parsed(scope, receive, send, BatchReport)
+        if payload is not None:
+            await self._answer(scope, receive, send, report_batch(self._db(), payload))
 
     async def _report(self, scope: Scope, receive: Receive, send: Send, task_id: str) -> None:
-        body, complete = await _read_body(receive)
-        payload = _payload(scope, body, TaskStatusReport) if complete else None
-        if payload is None:
-            await self.app(scope, replay(body, complete, receive), send)
-            return
         try:
             taskId = _task_id.validate_python(task_id)
         except ValidationError:
-            await self.app(scope, replay(body, complete, receive), send)
+            await self.app(scope, receive, send)  # the route words the error
             return
-        await self._answer(scope, receive, send, report_task_status(self._db(), taskId, payload))
+        payload = await self._parsed(scope, receive, send, TaskStatusReport)
+        if payload is not None:
+            work = report_task_status(self._db(), taskId, payload)
+            await self._answer(scope, receive, send, work)
+
+    async def _parsed(self, scope: Scope, receive: Receive, send: Send, model: type[M]) -> M | None:
+        """The body as `model`; or None, the request having gone on to the routes (which
+        word every error as the API does) with its body as read."""
+        body, complete = await _read_body(receive)
+        payload = _payload(scope, body, model) if complete else None
+        if payload is None:
+            await self.app(scope, replay(body, complete, receive), send)
+        return payload
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send, work: Any) -> None:
         try:

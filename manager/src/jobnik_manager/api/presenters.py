@@ -13,54 +13,30 @@ import orjson
 from fastapi import Response
 from pydantic import TypeAdapter
 
+from jobnik_sdk.wire import event_json
+
+from ..db.bulk import same_as_last
 from ..db.models import Event, Job, Stage, Task
+from ..domain.progress import job_progress, stage_progress
 from ..domain.statuses import TaskStatus
 from ..domain.summary import Summary
+from .same_named import same_named
 from .schemas import EventOut, JobOut, StageOut, SummaryOut, TaskOut
 
 
 def task_out(t: Task) -> TaskOut:
-    return TaskOut(
-        id=t.id,
-        stage_id=t.stage_id,
-        data=t.data,
-        user_metadata=t.user_metadata,
-        status=t.status,
-        attempts=t.attempts,
-        max_attempts=t.max_attempts,
-        creation_time=t.creation_time,
-        update_time=t.update_time,
-        start_time=t.start_time,
-        end_time=t.end_time,
-        traceparent=t.traceparent,
-        tracestate=t.tracestate,
-        lease_id=t.lease_id,
-        lease_expires_at=t.lease_expires_at,
-        worker=t.worker,
-        progress=t.progress,
-        not_before=t.not_before,
-        retry_policy=t.retry_policy,
-        reason=t.reason,
-        result=t.result,
-    )
+    return TaskOut(**same_named(t, TaskOut))
 
 
 def event_out(e: Event) -> EventOut:
-    return EventOut(
-        id=e.seq,
-        time=e.time,
-        entity=cast(Literal["JOB", "STAGE", "TASK"], e.entity),
-        entity_id=e.entity_id,
-        job_id=e.job_id,
-        stage_id=e.stage_id,
-        task_id=e.task_id,
-        from_status=e.from_status,
-        to_status=e.to_status,
-        attempt=e.attempt,
-        lease_id=e.lease_id,
-        worker=e.worker,
-        reason=e.reason,
-    )
+    entity = cast(Literal["JOB", "STAGE", "TASK"], e.entity)
+    return EventOut(**same_named(e, EventOut, id=e.seq, entity=entity))
+
+
+def event_body(e: Event) -> dict[str, Any]:
+    """EventOut's JSON: a status change's keys, nulls included, and an added entry's
+    keys where set."""
+    return event_json(event_out(e).model_dump(mode="json", by_alias=True))
 
 
 def summary_out(st: Stage) -> SummaryOut:
@@ -68,39 +44,27 @@ def summary_out(st: Stage) -> SummaryOut:
     return SummaryOut(**summary.counts(), total=summary.total)
 
 
-def stage_out(st: Stage, tasks: list[Task] | None = None) -> StageOut:
+def stage_out(
+    st: Stage, tasks: list[Task] | None = None, progress: float | None = None
+) -> StageOut:
     return StageOut(
-        id=st.id,
-        job_id=st.job_id,
-        type=st.type,
-        order=st.stage_order,
-        data=st.data,
-        user_metadata=st.user_metadata,
-        status=st.status,
-        percentage=st.percentage,
-        summary=summary_out(st),
-        traceparent=st.traceparent,
-        tracestate=st.tracestate,
-        tasks=[task_out(t) for t in tasks] if tasks is not None else None,
-        retry_policy=st.retry_policy,
+        **same_named(
+            st,
+            StageOut,
+            order=st.stage_order,
+            summary=summary_out(st),
+            # Extensions absent until they say something (a v1 client sees no new keys).
+            allowed_failures=st.allowed_failures or None,
+            partial=st.partial or None,
+            progress=progress,
+            tasks=[task_out(t) for t in tasks] if tasks is not None else None,
+        )
     )
 
 
-def job_out(j: Job, stages: list[StageOut] | None = None) -> JobOut:
-    return JobOut(
-        id=j.id,
-        name=j.name,
-        data=j.data,
-        user_metadata=j.user_metadata,
-        priority=j.priority,
-        status=j.status,
-        percentage=j.percentage,
-        creation_time=j.creation_time,
-        update_time=j.update_time,
-        traceparent=j.traceparent,
-        tracestate=j.tracestate,
-        stages=stages,
-    )
+def job_out(j: Job, stages: list[StageOut] | None = None, progress: float | None = None) -> JobOut:
+    partial = j.partial or None
+    return JobOut(**same_named(j, JobOut, stages=stages, partial=partial, progress=progress))
 
 
 # ---- JSON bodies without a model per row --------------------------------------------------
@@ -110,7 +74,6 @@ def job_out(j: Job, stages: list[StageOut] | None = None) -> JobOut:
 # (tests/unit/test_presenters.py holds them to it).
 
 _dump_time = TypeAdapter(datetime).dump_python
-_NOTHING = object()
 
 
 def _time(value: datetime) -> str:
@@ -155,26 +118,12 @@ def task_bodies(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         return []
     before = [f for f in _OPTIONAL_BEFORE_TRACEPARENT if f[1] in rows[0]]
     after = [f for f in _OPTIONAL_AFTER_TRACEPARENT if f[1] in rows[0]]
-    stage_id, time, status = _same_as_last(str), _same_as_last(_time), _same_as_last(_status)
+    stage_id, time, status = same_as_last(str), same_as_last(_time), same_as_last(_status)
     return [_task_body(t, before, after, stage_id, time, status) for t in rows]
 
 
 def _status(value: str) -> str:
     return TaskStatus(value).value
-
-
-def _same_as_last(convert: Callable[[Any], str]) -> Callable[[Any], str]:
-    """`convert`, reusing its last result while the value is the very same object."""
-    last_value: Any = _NOTHING
-    last_result = ""
-
-    def same_or_convert(value: Any) -> str:
-        nonlocal last_value, last_result
-        if value is not last_value:
-            last_value, last_result = value, convert(value)
-        return last_result
-
-    return same_or_convert
 
 
 def _same(value: Any) -> Any:
@@ -193,8 +142,10 @@ _OPTIONAL_AFTER_TRACEPARENT: Sequence[OptionalField] = (
     ("leaseExpiresAt", "lease_expires_at", _time),
     ("worker", "worker", _same),
     ("progress", "progress", _same),
+    ("progressMessage", "progress_message", _same),
     ("notBefore", "not_before", _time),
     ("retryPolicy", "retry_policy", _same),
+    ("timeoutSeconds", "timeout_seconds", _same),
     ("reason", "reason", _same),
     ("result", "result", _same),
 )
@@ -229,18 +180,27 @@ def _task_body(
     return body
 
 
-def stage_body(st: Stage, tasks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """StageOut's JSON, with task bodies from `task_body` when given."""
+def stage_body(
+    st: Stage, tasks: list[dict[str, Any]] | None = None, *, new: bool = False
+) -> dict[str, Any]:
+    """StageOut's JSON, with task bodies from `task_body` when given. A `new` stage (a
+    create's answer) carries its progress too: nothing of it runs yet, so its status and
+    summary say it."""
+    progress = stage_progress(st.status, Summary.of_columns(st), 0.0) if new else None
     # An empty list holds the key's place in the model's field order.
-    body = _dump(stage_out(st, [] if tasks is not None else None))
+    body = _dump(stage_out(st, [] if tasks is not None else None, progress))
     if tasks is not None:
         body["tasks"] = tasks
     return body
 
 
-def job_body(j: Job, stages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """JobOut's JSON, with stage bodies from `stage_body` when given."""
-    body = _dump(job_out(j, [] if stages is not None else None))
+def job_body(
+    j: Job, stages: list[dict[str, Any]] | None = None, *, new: bool = False
+) -> dict[str, Any]:
+    """JobOut's JSON, with stage bodies from `stage_body` when given; a `new` job's with
+    its progress, from its new stages'."""
+    progress = job_progress([stage["progress"] for stage in stages or ()]) if new else None
+    body = _dump(job_out(j, [] if stages is not None else None, progress))
     if stages is not None:
         body["stages"] = stages
     return body

@@ -6,9 +6,12 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Annotated, Generic, Literal, Self, TypeVar
 
+import orjson
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -20,9 +23,11 @@ from pydantic.alias_generators import to_camel
 from ..domain.leases import MAX_LEASE
 from ..domain.retry import DEFAULT_MAX_DELAY, DEFAULT_MULTIPLIER, RetryPolicy
 from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
+from ..domain.task_events import MAX_FIELDS_BYTES, EventLevel
 from ..domain.tasks import DEFAULT_MAX_ATTEMPTS
 from ..services.specs import NewJob, NewStage, NewTask
 from .json_values import JsonObject, no_nul
+from .same_named import same_named
 
 TRACEPARENT = r"^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$"
 TRACESTATE = r"^[a-z0-9][a-z0-9_\-*/]*=[^,=]+(?:,[a-z0-9][a-z0-9_\-*/]*=[^,=]+)*$"
@@ -41,6 +46,35 @@ WorkerName = Annotated[
     str, Field(min_length=1, max_length=100, strict=True), AfterValidator(no_nul)
 ]
 Reason = Annotated[str, Field(max_length=2000, strict=True), AfterValidator(no_nul)]
+EventName = Annotated[str, Field(min_length=1, max_length=100, strict=True), AfterValidator(no_nul)]
+
+
+def _text_only(value: object) -> object:
+    """A time on the wire is an RFC 3339 string, not a number of seconds."""
+    if not isinstance(value, str | datetime):
+        raise ValueError("a date-time string with its offset, e.g. 2026-11-24T10:00:00Z")
+    return value
+
+
+Schedule = Annotated[AwareDatetime, BeforeValidator(_text_only)]
+
+
+def _not_a_number(value: object) -> object:
+    """A time in a query is a date-time, not a number of seconds since the epoch, which
+    pydantic would take `0.5` for."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return value
+        raise ValueError("a date-time, e.g. 2026-11-24T10:00:00Z, not a number")
+    return value
+
+
+QueryTime = Annotated[datetime, BeforeValidator(_not_a_number)]
+# An attempt's time limit: above zero, at most a week.
+Timeout = Annotated[float, Field(strict=True, gt=0, le=WEEK_SECONDS, allow_inf_nan=False)]
+ProgressMessage = Annotated[str, Field(max_length=500, strict=True), AfterValidator(no_nul)]
 
 
 class Inbound(BaseModel):
@@ -81,16 +115,14 @@ class TaskCreate(Inbound):
     tracestate: TraceState | None = None
     # Extension: the delay between attempts (default: the stage's, else none).
     retry_policy: RetryPolicyIn | None = None
+    # Extension: not claimable before this time (nor before its job's `notBefore`).
+    not_before: Schedule | None = None
+    # Extension: how long an attempt may run (default: its stage's, else no limit).
+    timeout_seconds: Timeout | None = None
 
     def to_new(self) -> NewTask:
-        return NewTask(
-            self.data,
-            self.user_metadata,
-            self.max_attempts,
-            self.traceparent,
-            self.tracestate,
-            self.retry_policy.to_domain() if self.retry_policy else None,
-        )
+        policy = self.retry_policy.to_domain() if self.retry_policy else None
+        return NewTask(**same_named(self, NewTask, retry_policy=policy))
 
 
 class StageCreate(Inbound):
@@ -104,18 +136,16 @@ class StageCreate(Inbound):
     tasks: list[TaskCreate] | None = None
     # Extension: the retry policy of its tasks that bring none.
     retry_policy: RetryPolicyIn | None = None
+    # Extension: how many of its tasks may fail for good with the stage still completing.
+    allowed_failures: StrictInt = Field(default=0, ge=0, le=INT32_MAX)
+    # Extension: how long an attempt of its tasks that bring no limit of their own may run.
+    timeout_seconds: Timeout | None = None
 
     def to_new(self) -> NewStage:
-        return NewStage(
-            type=self.type,
-            data=self.data,
-            user_metadata=self.user_metadata,
-            start_as_waiting=self.start_as_waiting,
-            traceparent=self.traceparent,
-            tracestate=self.tracestate,
-            tasks=[t.to_new() for t in self.tasks or ()],
-            retry_policy=self.retry_policy.to_domain() if self.retry_policy else None,
-        )
+        policy = self.retry_policy.to_domain() if self.retry_policy else None
+        tasks = [t.to_new() for t in self.tasks or ()]
+        given = {"tasks": tasks, "retry_policy": policy, "without_tasks": self.tasks == []}
+        return NewStage(**same_named(self, NewStage, **given))
 
 
 class JobCreate(Inbound):
@@ -127,17 +157,14 @@ class JobCreate(Inbound):
     tracestate: TraceState | None = None
     # Extension: the job's stages (and their tasks), created in the same transaction.
     stages: list[StageCreate] | None = None
+    # Extension: none of its tasks claimable before this time.
+    not_before: Schedule | None = None
+    # Extension: failed ("deadline exceeded"), its unfinished tasks aborted, if it is not
+    # final by this time.
+    deadline: Schedule | None = None
 
     def to_new(self) -> NewJob:
-        return NewJob(
-            name=self.name,
-            data=self.data,
-            priority=self.priority,
-            user_metadata=self.user_metadata,
-            traceparent=self.traceparent,
-            tracestate=self.tracestate,
-            stages=[st.to_new() for st in self.stages or ()],
-        )
+        return NewJob(**same_named(self, NewJob, stages=[st.to_new() for st in self.stages or ()]))
 
 
 class JobStatusChange(Inbound):
@@ -151,7 +178,8 @@ class StageStatusChange(Inbound):
 class TaskStatusReport(Inbound):
     """COMPLETED or FAILED (reference); RETRIED is our "retry later" extension."""
 
-    status: Literal[TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED]
+    # ABORTED (an extension) cancels the task, whoever holds it.
+    status: Literal[TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED, TaskStatus.ABORTED]
     lease_id: uuid.UUID | None = None
     result: JsonObject | None = None
     reason: Reason | None = None
@@ -166,7 +194,7 @@ class TaskStatusReport(Inbound):
         if self.retryable is not None and status is not TaskStatus.FAILED:
             raise ValueError("retryable goes with a FAILED report only")
         if self.reason is not None and status is TaskStatus.COMPLETED:
-            raise ValueError("reason goes with a FAILED or RETRIED report only")
+            raise ValueError("reason goes with a FAILED, RETRIED or ABORTED report only")
         if (self.retry_after_seconds is None) == (status is TaskStatus.RETRIED):
             raise ValueError("retryAfterSeconds is required with RETRIED, and only there")
         return self
@@ -180,9 +208,34 @@ class BatchReport(Inbound):
     reports: list[BatchReportItem] = Field(min_length=1, max_length=100)
 
 
-class Heartbeat(Inbound):
-    lease_id: uuid.UUID
+class ProgressReport(Inbound):
+    """What a heartbeat may say of the work: a percentage, or `current` of `total` done
+    (from which the percentage follows), and a message."""
+
     progress: StrictInt | None = Field(default=None, ge=0, le=100)
+    # Extensions.
+    message: ProgressMessage | None = None
+    current: StrictInt | None = Field(default=None, ge=0, le=2**63 - 1)
+    total: StrictInt | None = Field(default=None, ge=1, le=2**63 - 1)
+
+    @model_validator(mode="after")
+    def _counts_fit(self) -> Self:
+        if (self.current is None) != (self.total is None):
+            raise ValueError("current and total go together")
+        if self.current is not None and self.total is not None and self.current > self.total:
+            raise ValueError("current must not be more than total")
+        return self
+
+    @property
+    def percent(self) -> int | None:
+        """`progress`, or else what `current` of `total` makes."""
+        if self.progress is not None or self.current is None or self.total is None:
+            return self.progress
+        return (100 * self.current) // self.total
+
+
+class Heartbeat(ProgressReport):
+    lease_id: uuid.UUID
     lease_seconds: LeaseSeconds | None = None
 
 
@@ -197,15 +250,30 @@ class ClaimRequest(Inbound):
     with_context: StrictBool = False
 
 
-class HeartbeatItem(Inbound):
+class HeartbeatItem(ProgressReport):
     task_id: uuid.UUID
     lease_id: uuid.UUID
-    progress: StrictInt | None = Field(default=None, ge=0, le=100)
 
 
 class BatchHeartbeat(Inbound):
     heartbeats: list[HeartbeatItem] = Field(min_length=1, max_length=100)
     lease_seconds: LeaseSeconds | None = None
+
+
+class TaskEventIn(Inbound):
+    """Extension: an entry for the task's job history, by the task's worker."""
+
+    name: EventName
+    message: Reason | None = None
+    level: EventLevel = EventLevel.INFO
+    fields: JsonObject | None = None
+    lease_id: uuid.UUID | None = None
+
+    @model_validator(mode="after")
+    def _fields_fit(self) -> Self:
+        if self.fields is not None and len(orjson.dumps(self.fields)) > MAX_FIELDS_BYTES:
+            raise ValueError(f"fields must be at most {MAX_FIELDS_BYTES} bytes of JSON")
+        return self
 
 
 class PriorityChange(Inbound):
@@ -250,8 +318,10 @@ class TaskOut(Outbound):
     lease_expires_at: datetime | None = None
     worker: str | None = None
     progress: int | None = None
+    progress_message: str | None = None
     not_before: datetime | None = None
     retry_policy: dict[str, object] | None = None
+    timeout_seconds: float | None = None
     reason: str | None = None
     result: dict[str, object] | None = None
 
@@ -301,11 +371,17 @@ class EventOut(Outbound):
     stage_id: uuid.UUID | None = None
     task_id: uuid.UUID | None = None
     from_status: str | None
-    to_status: str
+    # None for an entry a task's worker added (then `name` is set).
+    to_status: str | None
     attempt: int | None = None
     lease_id: uuid.UUID | None = None
     worker: str | None = None
     reason: str | None = None
+    # Extension: an entry a task's worker added (POST /v1/tasks/{taskId}/events).
+    name: str | None = None
+    level: EventLevel | None = None
+    message: str | None = None
+    fields: dict[str, object] | None = None
 
 
 class StageOut(Outbound):
@@ -322,6 +398,19 @@ class StageOut(Outbound):
     tracestate: str | None = None
     tasks: list[TaskOut] | None = None
     retry_policy: dict[str, object] | None = None
+    # Extensions, present when set: its first claim, its final status, and why it failed
+    # or was aborted.
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    reason: str | None = None
+    # Extensions, present when set: the failures it allows, and that it completed with
+    # some (partial).
+    allowed_failures: int | None = None
+    partial: bool | None = None
+    timeout_seconds: float | None = None
+    # Extension: how far it is, 0 to 100, counting what its running tasks reported (v1's
+    # `percentage` counts completed tasks only). On reads of stages and jobs.
+    progress: float | None = None
 
 
 class JobOut(Outbound):
@@ -337,6 +426,22 @@ class JobOut(Outbound):
     traceparent: str
     tracestate: str | None = None
     stages: list[StageOut] | None = None
+    # Extensions, present when set: its first claim, its final status, why it failed or
+    # was aborted and, for a failure, the task (and its stage) that failed it.
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    reason: str | None = None
+    failed_task_id: uuid.UUID | None = None
+    failed_stage_id: uuid.UUID | None = None
+    # Extension, present when true: COMPLETED with failures its stages allowed.
+    partial: bool | None = None
+    # Extension, present when set (and still to come at its creation): none of its
+    # tasks claimable before then.
+    not_before: datetime | None = None
+    # Extension, present when set: failed if not final by then.
+    deadline: datetime | None = None
+    # Extension: how far it is, 0 to 100, the mean of its stages' progress.
+    progress: float | None = None
 
 
 ItemT = TypeVar("ItemT")

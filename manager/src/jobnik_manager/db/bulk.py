@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import asyncpg  # type: ignore[import-untyped]
 import orjson
@@ -27,6 +27,7 @@ Converter = Callable[[Any], Any]
 FEW_ROWS = 50
 _SLICE = 2_000
 _NOTHING = object()
+R = TypeVar("R")
 
 
 async def insert_many(
@@ -135,7 +136,7 @@ def _converter(column_type: TypeEngine[Any], dialect: Dialect) -> Converter | No
         return None
     if isinstance(column_type, JSON):
         process = _json_text(process)
-    return _same_as_last(process)
+    return same_as_last(process)
 
 
 def _json_text(standard: Converter) -> Converter:
@@ -154,13 +155,13 @@ def _json_text(standard: Converter) -> Converter:
     return convert
 
 
-def _same_as_last(process: Converter) -> Converter:
-    """Reuse the last result while the value is the very same object: the rows of one
-    insert share their timestamps, flags and defaults."""
+def same_as_last(process: Callable[[Any], R]) -> Callable[[Any], R]:
+    """`process`, reusing its last result while the value is the very same object: the
+    rows of one insert (or one answer) share their timestamps, flags and defaults."""
     last_value: Any = _NOTHING
-    last_result: Any = None
+    last_result: R
 
-    def convert(value: Any) -> Any:
+    def convert(value: Any) -> R:
         nonlocal last_value, last_result
         if value is not last_value:
             last_value, last_result = value, process(value)

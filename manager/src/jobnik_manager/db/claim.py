@@ -82,6 +82,7 @@ async def claim_rows(
         lease_seconds=lease.total_seconds(),
         worker=worker,
         progress=None,
+        progress_message=None,
     )
     if dialect == "postgresql":
         chosen = picked.cte("picked")
@@ -153,6 +154,7 @@ def claim_statement(single_type: bool) -> DirectStatement:
             lease_seconds=bindparam("seconds"),
             worker=bindparam("worker"),
             progress=None,
+            progress_message=None,
         )
         .returning(*TASKS.c, chosen.c.previous)
         .cte("claimed")

@@ -104,6 +104,7 @@ def complete_statement() -> DirectStatement:
             end_time=now,
             result=cast(valid.c.result, JSON()),
             reason=None,
+            progress=100,
         )
         .returning(*TASKS.c)
         .cte("done")

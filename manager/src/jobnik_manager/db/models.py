@@ -20,6 +20,7 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
     Uuid,
+    false,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -39,12 +40,19 @@ NAMING = {
 SeqType = BigInteger().with_variant(Integer(), "sqlite")
 
 
+def _partial_index(name: str, column: str, where: str) -> Index:
+    """An index of the rows `where` holds for, alike on PostgreSQL and SQLite."""
+    return Index(name, column, postgresql_where=text(where), sqlite_where=text(where))
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
 class Job(Base):
     __tablename__ = "jobs"
+    # Jobs that must be final by a time, for the maintenance tick.
+    __table_args__ = (_partial_index("ix_jobs_deadline", "deadline", "deadline IS NOT NULL"),)
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     name: Mapped[str] = mapped_column(String(50), index=True)
@@ -57,6 +65,18 @@ class Job(Base):
     tracestate: Mapped[str | None] = mapped_column(String(512))
     creation_time: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
     update_time: Mapped[datetime] = mapped_column(UtcDateTime)
+    # How it went: its first claim, its final status, why it failed or was aborted.
+    start_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    end_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    reason: Mapped[str | None] = mapped_column(String(2000), default=None)
+    failed_task_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    failed_stage_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    # Scheduled: none of its tasks may be claimed before then.
+    not_before: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    # Failed ("deadline exceeded") if not final by then.
+    deadline: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    # COMPLETED with failures its stages allowed.
+    partial: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Stage(Base):
@@ -78,6 +98,14 @@ class Stage(Base):
     update_time: Mapped[datetime] = mapped_column(UtcDateTime)
     # The retry policy its tasks get unless they bring their own.
     retry_policy: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
+    start_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    end_time: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    reason: Mapped[str | None] = mapped_column(String(2000), default=None)
+    # How many of its tasks may fail for good with the stage still completing (partial).
+    allowed_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # The time limit of an attempt of its tasks that bring none of their own.
+    timeout_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+    partial: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 # The summary, kept in step with the tasks inside every transaction that moves one: read
@@ -99,19 +127,13 @@ class Task(Base):
             sqlite_where=text("claimable = 1"),
         ),
         # What the reaper scans: running claims by expiry.
-        Index(
-            "ix_tasks_lease_expiry",
-            "lease_expires_at",
-            postgresql_where=text("status = 'IN_PROGRESS'"),
-            sqlite_where=text("status = 'IN_PROGRESS'"),
+        _partial_index("ix_tasks_lease_expiry", "lease_expires_at", "status = 'IN_PROGRESS'"),
+        # Running attempts that have a time limit, by start.
+        _partial_index(
+            "ix_tasks_timed", "start_time", "status = 'IN_PROGRESS' AND timeout_seconds IS NOT NULL"
         ),
-        # Retries waiting out their delay, by due time.
-        Index(
-            "ix_tasks_not_before",
-            "not_before",
-            postgresql_where=text("not_before IS NOT NULL"),
-            sqlite_where=text("not_before IS NOT NULL"),
-        ),
+        # Retries waiting out their delay, and scheduled tasks, by due time.
+        _partial_index("ix_tasks_not_before", "not_before", "not_before IS NOT NULL"),
     )
 
     # Insertion order: the oldest-first tie-break between tasks of equal priority.
@@ -141,15 +163,20 @@ class Task(Base):
     lease_seconds: Mapped[float | None] = mapped_column(Float, default=None)
     worker: Mapped[str | None] = mapped_column(String(100), default=None)
     progress: Mapped[int | None] = mapped_column(SmallInteger, default=None)
-    # Set while a retry waits out its delay; the task is not claimable until then.
+    progress_message: Mapped[str | None] = mapped_column(String(500), default=None)
+    # Set while a retry waits out its delay, or a scheduled task (its own `notBefore` or
+    # its job's) waits for its time; the task is not claimable until then.
     not_before: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     retry_policy: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
+    # How long an attempt may run: failed "timed out" past it, heartbeats or not.
+    timeout_seconds: Mapped[float | None] = mapped_column(Float, default=None)
     reason: Mapped[str | None] = mapped_column(String(2000), default=None)
     result: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
 
 
 class Event(Base):
-    """One status change of a job, stage or task. Append-only; goes with its job."""
+    """One status change of a job, stage or task, or an entry a task's worker added
+    (`name`, no status). Append-only; goes with its job."""
 
     __tablename__ = "events"
     __table_args__ = (Index("ix_events_job_id_seq", "job_id", "seq"),)
@@ -161,12 +188,17 @@ class Event(Base):
     stage_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
     task_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
     from_status: Mapped[str | None] = mapped_column(String(16))
-    to_status: Mapped[str] = mapped_column(String(16))
+    to_status: Mapped[str | None] = mapped_column(String(16))
     attempt: Mapped[int | None] = mapped_column(Integer)
     lease_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
     worker: Mapped[str | None] = mapped_column(String(100))
     reason: Mapped[str | None] = mapped_column(String(2000))
     time: Mapped[datetime] = mapped_column(UtcDateTime)
+    # A task event's (POST /v1/tasks/{id}/events); none of a status change's.
+    name: Mapped[str | None] = mapped_column(String(100), default=None)
+    level: Mapped[str | None] = mapped_column(String(8), default=None)
+    message: Mapped[str | None] = mapped_column(String(2000), default=None)
+    fields: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
 
 
 class IdempotencyKey(Base):

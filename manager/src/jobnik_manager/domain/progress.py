@@ -9,14 +9,17 @@ from .statuses import JobStatus, StageStatus
 from .summary import Summary, percentage
 
 
-def stage_outcome(summary: Summary) -> StageStatus | None:
+def stage_outcome(summary: Summary, allowed_failures: int = 0) -> StageStatus | None:
     """The final status a stage reaches with this summary, or None while it runs.
 
-    One task failed for good fails the stage; all tasks completed completes it.
+    More tasks failed for good than the stage allows (by default none) fail the stage;
+    once every task is final otherwise, the stage completes (partly, if some failed). A
+    task cancelled on its own (ABORTED) counts as neither completed nor failed: the
+    stage completes when its other tasks are done.
     """
-    if summary.failed > 0:
+    if summary.failed > allowed_failures:
         return StageStatus.FAILED
-    if summary.all_completed:
+    if summary.total > 0 and summary.open == 0:
         return StageStatus.COMPLETED
     return None
 
@@ -30,13 +33,15 @@ class Turn(Enum):
     JOB_DONE = "job_done"  # there is no next stage
 
 
-def next_stage_turn(next_status: StageStatus | None, next_total: int) -> Turn:
+def next_stage_turn(next_status: StageStatus | None, next_open: int) -> Turn:
+    """`next_open`: the next stage's tasks not final yet (none: nothing to wait for,
+    whether it never had tasks or they were all cancelled)."""
     if next_status is None:
         return Turn.JOB_DONE
     if next_status is StageStatus.WAITING:
         return Turn.HOLD
     if next_status is StageStatus.CREATED:
-        return Turn.ACTIVATE if next_total > 0 else Turn.COMPLETE_EMPTY
+        return Turn.ACTIVATE if next_open > 0 else Turn.COMPLETE_EMPTY
     raise ValueError(f"a stage after an active one cannot be {next_status}")
 
 
@@ -55,3 +60,22 @@ def resumed_job_status(stage_statuses: Sequence[StageStatus], started: bool) -> 
     if stage_statuses and all(s is StageStatus.COMPLETED for s in stage_statuses):
         return JobStatus.COMPLETED
     return JobStatus.IN_PROGRESS if started else JobStatus.PENDING
+
+
+def stage_progress(status: StageStatus, summary: Summary, in_flight: float) -> float:
+    """How far a stage is, 0 to 100: its completed tasks, and the progress its running
+    tasks last reported (`in_flight`: their percentages summed), over all its tasks. A
+    completed stage is at 100 (a partial one too); v1's `percentage` counts completed
+    tasks only."""
+    if status is StageStatus.COMPLETED:
+        return 100.0
+    if summary.total <= 0:
+        return 0.0
+    return min(100.0, (100 * summary.completed + in_flight) / summary.total)
+
+
+def job_progress(stage_progresses: Sequence[float]) -> float:
+    """How far a job is, 0 to 100: the mean of its stages' progress."""
+    if not stage_progresses:
+        return 0.0
+    return sum(stage_progresses) / len(stage_progresses)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from jobnik_sdk.wire import retry_delay
+
 DEFAULT_MULTIPLIER = 2.0
 DEFAULT_MAX_DELAY = timedelta(hours=1)
 
@@ -20,16 +22,7 @@ class RetryPolicy:
 
     def delay_after(self, failed_attempts: int) -> timedelta:
         """The wait after the n-th failed attempt (n >= 1)."""
-        if failed_attempts < 1:
-            return timedelta(0)
-        cap = self.max_delay.total_seconds()
-        seconds = self.initial_delay.total_seconds()
-        # Multiply step by step so a large attempt count cannot overflow a float power.
-        for _ in range(failed_attempts - 1):
-            if seconds >= cap:
-                break
-            seconds *= self.multiplier
-        return timedelta(seconds=min(seconds, cap))
+        return retry_delay(self, failed_attempts)
 
     def to_json(self) -> dict[str, Any]:
         return {

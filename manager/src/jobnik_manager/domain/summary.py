@@ -44,8 +44,9 @@ class Summary:
         return cls(**{name: getattr(row, name) for name in COUNTERS})
 
     @property
-    def all_completed(self) -> bool:
-        return self.total > 0 and self.completed == self.total
+    def open(self) -> int:
+        """Its tasks not final yet: still to run, running or to run again."""
+        return self.created + self.pending + self.in_progress + self.retried
 
 
 COUNTERS: tuple[str, ...] = tuple(f.name for f in fields(Summary))

@@ -1,5 +1,8 @@
 """Who may move a job, stage or task from one status to another.
 
+A final status has no way out here: replaying a failed job (`services.replay`) is an
+operation of its own, not a move of these tables.
+
 Each table maps a legal (from, to) pair to the actor allowed to make it. USER moves
 arrive over the API; SYSTEM moves are consequences the manager derives (a claim, a
 cascade, a stage finishing). Anything absent from a table is illegal.
@@ -59,19 +62,19 @@ TASK_TRANSITIONS: dict[tuple[TaskStatus, TaskStatus], Actor] = {
     (T.CREATED, T.PENDING): SYSTEM,
     (T.CREATED, T.ABORTED): SYSTEM,
     (T.PENDING, T.IN_PROGRESS): SYSTEM,  # claim
-    (T.PENDING, T.ABORTED): SYSTEM,
+    (T.PENDING, T.ABORTED): USER,  # cancelled on its own; also SYSTEM, in a cascade
     (T.RETRIED, T.IN_PROGRESS): SYSTEM,
-    (T.RETRIED, T.ABORTED): SYSTEM,
+    (T.RETRIED, T.ABORTED): USER,
     (T.IN_PROGRESS, T.COMPLETED): USER,
     (T.IN_PROGRESS, T.FAILED): USER,
     (T.IN_PROGRESS, T.RETRIED): USER,  # a FAILED report with attempts left, or retry-later
-    (T.IN_PROGRESS, T.ABORTED): SYSTEM,
+    (T.IN_PROGRESS, T.ABORTED): USER,  # its holder hears of it at its next heartbeat
 }
 
 # Statuses a user may ask for at all; other targets are refused before any lookup.
 USER_JOB_TARGETS = frozenset({J.PENDING, J.PAUSED, J.ABORTED})
 USER_STAGE_TARGETS = frozenset({S.PENDING})
-USER_TASK_TARGETS = frozenset({T.COMPLETED, T.FAILED, T.RETRIED})
+USER_TASK_TARGETS = frozenset({T.COMPLETED, T.FAILED, T.RETRIED, T.ABORTED})
 
 
 _E = TypeVar("_E", JobStatus, StageStatus, TaskStatus)

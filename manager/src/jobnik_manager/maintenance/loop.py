@@ -9,12 +9,34 @@ from datetime import timedelta
 from ..db.engine import Database
 from .cleanup import forget_old_keys
 from .reaper import open_due_retries, reap_expired
+from .retention import delete_finished_before
+from .time_limits import enforce_deadlines, time_out_attempts
 
 log = logging.getLogger(__name__)
 CLEANUP_EVERY = 60  # ticks
 
 
-async def run_maintenance(db: Database, interval: timedelta) -> None:
+async def run_tick(db: Database) -> None:
+    """One tick's work on time: expired leases, tasks due (retry delays over, schedules
+    come), attempts past their time limit, jobs past their deadline."""
+    reaped = await reap_expired(db)
+    opened = await open_due_retries(db)
+    timed_out = await time_out_attempts(db)
+    past_deadline = await enforce_deadlines(db)
+    if reaped or opened or timed_out or past_deadline:
+        log.info(
+            "maintenance: %d expired leases reaped, %d tasks due, %d attempts timed out, "
+            "%d jobs past their deadline",
+            reaped,
+            opened,
+            timed_out,
+            past_deadline,
+        )
+
+
+async def run_maintenance(
+    db: Database, interval: timedelta, retention: timedelta | None = None
+) -> None:
     """Reap expired leases and open due retries every `interval`, until cancelled.
 
     A failing tick (database down, say) is logged and the next one tries again.
@@ -22,12 +44,13 @@ async def run_maintenance(db: Database, interval: timedelta) -> None:
     tick = 0
     while True:
         try:
-            reaped = await reap_expired(db)
-            opened = await open_due_retries(db)
-            if reaped or opened:
-                log.info("maintenance: %d expired leases reaped, %d retries due", reaped, opened)
+            await run_tick(db)
             if tick % CLEANUP_EVERY == 0:
                 await db.transaction(forget_old_keys)
+                if retention is not None:
+                    deleted = await delete_finished_before(db, db.clock.now() - retention)
+                    if deleted.jobs:
+                        log.info("retention: deleted %s that ended over %s ago", deleted, retention)
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
-from ..db.models import TASKS, Task
-from ..domain.statuses import TaskStatus
-from ..services.claimability import jobs_allowing_claims, open_tasks
+from ..db.models import TASKS, Stage, Task
+from ..domain.statuses import StageStatus, TaskStatus
+from ..services.claimability import WAITING_TO_RUN, jobs_allowing_claims, open_tasks
 from ..services.reports import expire_leases
 
 DUE_BATCH = 500
+_RUNNING_STAGES = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
 
 
 REAP_BATCH = 100
@@ -34,27 +37,42 @@ async def reap_some(s: AsyncSession) -> int:
     return len(task_ids)
 
 
+async def in_batches(
+    db: Database, step: Callable[[AsyncSession], Awaitable[int]], batch: int, limit: int
+) -> int:
+    """Run `step` (which handles up to `batch` rows) a transaction at a time until it
+    handles fewer, or `limit` rows in all; returns how many it handled."""
+    done = 0
+    while done < limit:
+        n = await db.transaction(step)
+        done += n
+        if n < batch:
+            break
+    return done
+
+
 async def reap_expired(db: Database, limit: int = 1000) -> int:
     """Settle up to `limit` expired leases; returns how many."""
-    reaped = 0
-    while reaped < limit:
-        n = await db.transaction(reap_some)
-        reaped += n
-        if n < REAP_BATCH:
-            break
-    return reaped
+    return await in_batches(db, reap_some, REAP_BATCH, limit)
 
 
 async def open_due(s: AsyncSession) -> int:
-    """Make RETRIED tasks whose `notBefore` has passed claimable again (if their job
-    lets tasks be claimed; a paused job's are opened by its resume)."""
+    """Make tasks whose `notBefore` has passed claimable: retries whose delay is over,
+    and scheduled tasks whose time has come, if their stage runs and their job lets
+    tasks be claimed (a paused job's are opened by its resume, a later stage's when its
+    turn comes)."""
     now = now_in(s)
     stmt = (
         select(Task.seq, Task.job_id)
-        .where(Task.not_before <= now, Task.status == TaskStatus.RETRIED)
+        .join(Stage, Stage.id == Task.stage_id)
+        .where(
+            Task.not_before <= now,
+            Task.status.in_(WAITING_TO_RUN),
+            Stage.status.in_(_RUNNING_STAGES),
+        )
         .order_by(Task.not_before)
         .limit(DUE_BATCH)
-        .with_for_update(skip_locked=True)
+        .with_for_update(of=Task, skip_locked=True)
     )
     due = (await s.execute(stmt)).all()
     if not due:

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from jobnik_sdk.wire import SystemReason
 
 from ..db.models import STAGES, TASKS, Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval
@@ -99,28 +102,28 @@ async def job_stages(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
 async def move_stage(
     s: AsyncSession, stage: Stage, target: StageStatus, now: datetime, actor: Actor = Actor.SYSTEM
 ) -> None:
-    previous = stage.status
-    ensure_stage_transition(previous, target, actor)
-    stage.status = target
-    stage.update_time = now
-    await stage_moved(s, stage, previous, now)
+    ensure_stage_transition(stage.status, target, actor)
+    await stage_moved(s, stage, _moved(stage, target, now), now)
 
 
 async def move_job(
     s: AsyncSession, job: Job, target: JobStatus, now: datetime, actor: Actor = Actor.SYSTEM
 ) -> None:
-    previous = job.status
-    ensure_job_transition(previous, target, actor)
-    job.status = target
-    job.update_time = now
-    await job_moved(s, job, previous, now)
+    ensure_job_transition(job.status, target, actor)
+    await job_moved(s, job, _moved(job, target, now), now)
+
+
+def _moved(row: Any, target: Any, now: datetime) -> Any:
+    """Set the row's status (checked by the caller); answers the one it had."""
+    previous, row.status, row.update_time = row.status, target, now
+    return previous
 
 
 async def settle_stage(s: AsyncSession, stage: Stage, now: datetime) -> None:
     """After a task of `stage` changed: complete or fail the stage if it is done."""
     if stage.status.is_final:
         return
-    outcome = stage_outcome(Summary.of_columns(stage))
+    outcome = stage_outcome(Summary.of_columns(stage), stage.allowed_failures)
     if outcome is StageStatus.COMPLETED:
         job = await load_job(s, stage.job_id, lock=True)
         await complete_stage(s, job, stage, now)
@@ -137,12 +140,13 @@ async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime)
     by_order = {st.stage_order: st for st in stages}
     current = stage
     if current.status is not StageStatus.COMPLETED:
+        current.partial = Summary.of_columns(current).failed > 0  # failures it allowed
         await move_stage(s, current, StageStatus.COMPLETED, now)
     by_order[current.stage_order] = current
     while True:
         nxt = by_order.get(current.stage_order + 1)
         turn = next_stage_turn(
-            nxt.status if nxt else None, Summary.of_columns(nxt).total if nxt else 0
+            nxt.status if nxt else None, Summary.of_columns(nxt).open if nxt else 0
         )
         if turn is Turn.ACTIVATE:
             assert nxt is not None
@@ -161,6 +165,7 @@ async def complete_stage(s: AsyncSession, job: Job, stage: Stage, now: datetime)
                 s.info, job_id=job.id, stage_id=nxt.id, stage_type=nxt.type, now=now
             )
         if turn is Turn.JOB_DONE and job.status is not JobStatus.PAUSED:
+            job.partial = any(st.partial for st in by_order.values())
             await move_job(s, job, JobStatus.COMPLETED, now)
         break
     job.percentage = job_percentage([st.status for st in by_order.values()])
@@ -174,6 +179,18 @@ async def fail_job_from(s: AsyncSession, job: Job, stage: Stage, now: datetime) 
     Later stages keep their status (as the reference does) but, the job being final,
     none of their tasks can be claimed.
     """
+    failed = (
+        await s.execute(
+            select(Task.id, Task.reason)
+            .where(Task.stage_id == stage.id, Task.status == TaskStatus.FAILED)
+            .order_by(Task.end_time.desc(), Task.seq.desc())
+            .limit(1)
+        )
+    ).first()
+    reason = (failed.reason if failed else None) or SystemReason.TASK_FAILED
+    stage.reason = job.reason = reason
+    job.failed_stage_id = stage.id
+    job.failed_task_id = failed.id if failed else None
     await move_stage(s, stage, StageStatus.FAILED, now)
     await move_job(s, job, JobStatus.FAILED, now)
     await s.flush()
@@ -184,7 +201,7 @@ async def fail_job_from(s: AsyncSession, job: Job, stage: Stage, now: datetime) 
         _CLAIMABLE,
         TaskStatus.ABORTED,
         now,
-        reason="stage failed",
+        reason=SystemReason.STAGE_FAILED,
         not_before=None,
         end_time=now,
     )
@@ -195,7 +212,9 @@ async def close_job_for_claims(s: AsyncSession, job_id: uuid.UUID) -> None:
     await close_tasks(s, [TASKS.c.job_id == job_id])
 
 
-async def abort_unfinished(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
+async def abort_unfinished(
+    s: AsyncSession, job_id: uuid.UUID, now: datetime, reason: str = SystemReason.JOB_ABORTED
+) -> None:
     """Every non-final task and stage of the job becomes ABORTED; none stays claimable."""
     await s.flush()
     moved = await move_tasks(
@@ -204,9 +223,9 @@ async def abort_unfinished(s: AsyncSession, job_id: uuid.UUID, now: datetime) ->
         _NON_FINAL_TASK,
         TaskStatus.ABORTED,
         now,
-        reason="job aborted",
+        reason=reason,
         not_before=None,
         end_time=now,
     )
-    await move_stages(s, job_id, _NON_FINAL_STAGE, StageStatus.ABORTED, now)
+    await move_stages(s, job_id, _NON_FINAL_STAGE, StageStatus.ABORTED, now, reason=reason)
     await recount(s, sorted({m.stage_id for m in moved}), now)

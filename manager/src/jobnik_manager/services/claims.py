@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.claim import claim_rows, claim_statement
@@ -142,7 +142,11 @@ async def start_stages(
     started_stages = await s.execute(
         update(Stage)
         .where(Stage.id.in_(stage_ids), Stage.status == StageStatus.PENDING)
-        .values(status=StageStatus.IN_PROGRESS, update_time=now)
+        .values(
+            status=StageStatus.IN_PROGRESS,
+            update_time=now,
+            start_time=func.coalesce(Stage.start_time, now),
+        )
         .returning(Stage.id, Stage.job_id, Stage.type)
         .execution_options(synchronize_session=False)
     )
@@ -162,7 +166,11 @@ async def start_stages(
     started_jobs = await s.execute(
         update(Job)
         .where(Job.id.in_(job_ids), Job.status == JobStatus.PENDING)
-        .values(status=JobStatus.IN_PROGRESS, update_time=now)
+        .values(
+            status=JobStatus.IN_PROGRESS,
+            update_time=now,
+            start_time=func.coalesce(Job.start_time, now),
+        )
         .returning(Job.id)
         .execution_options(synchronize_session=False)
     )

@@ -31,6 +31,8 @@ class Entity(StrEnum):
 async def job_moved(
     s: AsyncSession, job: Job, previous: JobStatus | None, now: datetime, reason: str | None = None
 ) -> None:
+    """Log the job's move to its current status, and stamp its start and end times."""
+    _stamp(job, now)
     await insert_rows(
         s,
         [_row(Entity.JOB, job.id, job.id, previous, job.status, now, reason=reason)],
@@ -40,6 +42,8 @@ async def job_moved(
 async def stage_moved(
     s: AsyncSession, stage: Stage, previous: StageStatus | None, now: datetime
 ) -> None:
+    """Log the stage's move to its current status, and stamp its start and end times."""
+    _stamp(stage, now)
     await insert_rows(
         s,
         [
@@ -55,6 +59,14 @@ async def stage_moved(
             )
         ],
     )
+
+
+def _stamp(row: Job | Stage, now: datetime) -> None:
+    """A job or stage starts at its first IN_PROGRESS and ends at a final status (a job
+    taken out of one, by a retry, has no end again)."""
+    if row.status == "IN_PROGRESS" and row.start_time is None:
+        row.start_time = now
+    row.end_time = (row.end_time or now) if row.status.is_final else None
 
 
 async def tasks_created(
@@ -116,6 +128,8 @@ async def move_tasks(
         # A final task leaves the claim index in the same statement that settles it, so
         # a task made claimable meanwhile (a retry racing an abort) cannot stay in it.
         values["claimable"] = False
+        if reason is not None:
+            values["reason"] = reason  # the task says why it ended, as its event does
     moved: list[MovedTask] = []
     rows: list[dict[str, Any]] = []
     for source in sources:
@@ -156,14 +170,16 @@ async def move_stages(
     sources: Iterable[StageStatus],
     target: StageStatus,
     now: datetime,
+    reason: str | None = None,
 ) -> None:
     """Move the job's stages in any of `sources` to `target` in bulk, logging each."""
+    ended = {"end_time": now, "reason": reason} if target.is_final else {}
     rows: list[dict[str, Any]] = []
     for source in sources:
         result = await s.execute(
             update(Stage)
             .where(Stage.job_id == job_id, Stage.status == source)
-            .values(status=target, update_time=now)
+            .values(status=target, update_time=now, **ended)
             .returning(Stage.id, Stage.type)
             .execution_options(synchronize_session=False)
         )
@@ -199,10 +215,11 @@ class TaskLike(Protocol):
 def task_row(
     task: TaskLike,
     previous: TaskStatus | None,
-    target: TaskStatus,
+    target: TaskStatus | None,
     now: datetime,
     reason: str | None,
 ) -> dict[str, Any]:
+    """A task's event: a move from `previous` to `target`, or (neither) an entry added."""
     return _row(
         Entity.TASK,
         task.id,
@@ -224,7 +241,7 @@ def _row(
     entity_id: uuid.UUID,
     job_id: uuid.UUID,
     previous: str | None,
-    target: str,
+    target: str | None,
     now: datetime,
     **extra: Any,
 ) -> dict[str, Any]:

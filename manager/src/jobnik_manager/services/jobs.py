@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from jobnik_sdk.wire import SystemReason
 
 from ..db.bulk import insert_new
 from ..db.engine import now_in
@@ -20,12 +21,13 @@ from ..domain.transitions import Actor, ensure_job_transition
 from .cascade import (
     abort_unfinished,
     close_job_for_claims,
+    complete_stage,
     job_stages,
     open_stage_for_claims,
 )
 from .history import job_moved
-from .loading import load_job
-from .pages import PageRequest, PageResult, paginate
+from .loading import load_job, load_stage
+from .pages import CreatedBetween, PageRequest, PageResult, matching, paginate
 from .specs import NewJob
 from .stages import CreatedStage, insert_stage
 from .tracing import new_traceparent
@@ -51,6 +53,9 @@ async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
         tracestate=new.tracestate,
         creation_time=now,
         update_time=now,
+        partial=False,
+        not_before=new.not_before if new.not_before and new.not_before > now else None,
+        deadline=new.deadline,
     )
     await insert_new(s, job)
     await job_moved(s, job, None, now)
@@ -58,28 +63,40 @@ async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
     for order, new_stage in enumerate(new.stages, start=1):
         previous = stages[-1].stage if stages else None
         stages.append(await insert_stage(s, job, new_stage, order, previous, now))
+    if new.stages and new.stages[0].without_tasks and stages[0].stage.status is StageStatus.PENDING:
+        return await _pass_empty_first_stage(s, job.id, stages, now)
     return CreatedJob(job, stages)
 
 
+async def _pass_empty_first_stage(
+    s: AsyncSession, job_id: uuid.UUID, stages: list[CreatedStage], now: datetime
+) -> CreatedJob:
+    """The first stage's turn comes with the job: with no tasks, it passes at once, as a
+    later empty stage's does when the one before completes. The rows were inserted
+    around the session; these are its own, as they stand after."""
+    job = await load_job(s, job_id, lock=True)
+    await complete_stage(s, job, await load_stage(s, stages[0].stage.id, lock=True), now)
+    await s.flush()
+    now_stages = {st.id: st for st in await job_stages(s, job_id)}
+    return CreatedJob(job, [CreatedStage(now_stages[c.stage.id], c.tasks) for c in stages])
+
+
 @dataclass(frozen=True, slots=True)
-class JobFilter:
+class JobFilter(CreatedBetween):
     name: str | None = None
-    from_date: datetime | None = None
-    end_date: datetime | None = None
     priority: Priority | None = None
+    statuses: frozenset[JobStatus] = frozenset()  # any of these; none: any status
 
 
 async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageResult[Job]:
-    stmt = select(Job).order_by(Job.creation_time, Job.id)
-    if f.name is not None:
-        stmt = stmt.where(Job.name == f.name)
-    if f.from_date is not None:
-        stmt = stmt.where(Job.creation_time >= f.from_date)
-    if f.end_date is not None:
-        stmt = stmt.where(Job.creation_time <= f.end_date)
-    if f.priority is not None:
-        stmt = stmt.where(Job.priority == f.priority)
-    return await paginate(s, stmt, page)
+    stmt = matching(
+        select(Job).order_by(Job.creation_time, Job.id),
+        (Job.name, f.name),
+        (Job.priority, f.priority),
+    )
+    if f.statuses:
+        stmt = stmt.where(Job.status.in_(sorted(f.statuses)))
+    return await paginate(s, f.narrow(stmt, Job), page)
 
 
 async def stages_by_job(s: AsyncSession, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[Stage]]:
@@ -91,14 +108,6 @@ async def stages_by_job(s: AsyncSession, job_ids: list[uuid.UUID]) -> dict[uuid.
         for stage in rows.scalars():
             grouped[stage.job_id].append(stage)
     return grouped
-
-
-async def replace_user_metadata(
-    s: AsyncSession, job_id: uuid.UUID, metadata: dict[str, Any]
-) -> None:
-    job = await load_job(s, job_id, lock=True)
-    job.user_metadata = metadata
-    job.update_time = now_in(s)
 
 
 async def change_priority(s: AsyncSession, job_id: uuid.UUID, priority: Priority) -> bool:
@@ -147,6 +156,7 @@ async def _abort(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
     previous = job.status
     ensure_job_transition(previous, JobStatus.ABORTED, Actor.USER)
     job.status = JobStatus.ABORTED
+    job.reason = SystemReason.ABORTED_BY_USER
     await job_moved(s, job, previous, now)
     job.percentage = job_percentage([st.status for st in await job_stages(s, job_id)])
     job.update_time = now
@@ -161,6 +171,7 @@ async def _resume(s: AsyncSession, job: Job, now: datetime) -> None:
     job.status = implied
     if implied is JobStatus.COMPLETED:
         job.percentage = 100
+        job.partial = any(st.partial for st in stages)
         return
     for stage in stages:
         if stage.status.is_active:

@@ -25,6 +25,7 @@ _RENEW = (
         lease_expires_at=bindparam("r_lease_expires_at"),
         lease_seconds=bindparam("r_lease_seconds"),
         progress=bindparam("r_progress"),
+        progress_message=bindparam("r_progress_message"),
     )
 )
 
@@ -43,6 +44,8 @@ class Beat:
     task_id: uuid.UUID
     lease_id: uuid.UUID
     progress: int | None = None
+    # What the work is at, in words: kept until a later heartbeat says otherwise.
+    message: str | None = None
 
 
 async def heartbeat(
@@ -51,10 +54,11 @@ async def heartbeat(
     lease_id: uuid.UUID,
     *,
     progress: int | None = None,
+    message: str | None = None,
     lease: timedelta | None = None,
 ) -> HeartbeatAnswer:
     """Extend a live lease. An aborted task answers `cancel_requested` to its holder."""
-    (answer,) = await heartbeats(s, [Beat(task_id, lease_id, progress)], lease=lease)
+    (answer,) = await heartbeats(s, [Beat(task_id, lease_id, progress, message)], lease=lease)
     if isinstance(answer, DomainError):
         raise answer
     return answer
@@ -76,6 +80,7 @@ async def heartbeats(
             _TASKS.c.lease_expires_at,
             _TASKS.c.lease_seconds,
             _TASKS.c.progress,
+            _TASKS.c.progress_message,
             Job.status.label("job_status"),
         )
         .join(Job, Job.id == _TASKS.c.job_id)
@@ -105,6 +110,8 @@ async def heartbeats(
         task.lease_expires_at = now + length
         if beat.progress is not None:
             task.progress = beat.progress
+        if beat.message is not None:
+            task.progress_message = beat.message
         renewed[task.id] = task
         answers.append(HeartbeatAnswer(task.lease_expires_at, False, job_status))
     if renewed:
@@ -116,6 +123,7 @@ async def heartbeats(
                     "r_lease_expires_at": t.lease_expires_at,
                     "r_lease_seconds": t.lease_seconds,
                     "r_progress": t.progress,
+                    "r_progress_message": t.progress_message,
                 }
                 for t in renewed.values()
             ],

@@ -10,46 +10,44 @@ claim held deadlocked with that claim waiting to log its event against the job.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.models import Job, Stage, Task
-from ..domain.errors import JobNotFound, StageNotFound, TaskNotFound
+from ..domain.errors import JobNotFound, NotFound, StageNotFound, TaskNotFound
+
+Row = TypeVar("Row", bound=Job | Stage | Task)
+_MISSING: dict[type, Callable[[], NotFound]] = {
+    Job: JobNotFound,
+    Stage: StageNotFound,
+    Task: TaskNotFound,
+}
+
+
+async def load(s: AsyncSession, model: type[Row], row_id: uuid.UUID, *, lock: bool = False) -> Row:
+    await s.flush()  # populate_existing must not overwrite unflushed changes
+    stmt = select(model).where(model.id == row_id).execution_options(populate_existing=True)
+    if lock:
+        stmt = stmt.with_for_update(key_share=True)
+    row = (await s.execute(stmt)).scalar_one_or_none()
+    if row is None:
+        raise _MISSING[model]()
+    return row
 
 
 async def load_job(s: AsyncSession, job_id: uuid.UUID, *, lock: bool = False) -> Job:
-    await s.flush()  # populate_existing must not overwrite unflushed changes
-    stmt = select(Job).where(Job.id == job_id).execution_options(populate_existing=True)
-    if lock:
-        stmt = stmt.with_for_update(key_share=True)
-    job = (await s.execute(stmt)).scalar_one_or_none()
-    if job is None:
-        raise JobNotFound()
-    return job
+    return await load(s, Job, job_id, lock=lock)
 
 
 async def load_stage(s: AsyncSession, stage_id: uuid.UUID, *, lock: bool = False) -> Stage:
-    await s.flush()  # populate_existing must not overwrite unflushed changes
-    stmt = select(Stage).where(Stage.id == stage_id).execution_options(populate_existing=True)
-    if lock:
-        stmt = stmt.with_for_update(key_share=True)
-    stage = (await s.execute(stmt)).scalar_one_or_none()
-    if stage is None:
-        raise StageNotFound()
-    return stage
+    return await load(s, Stage, stage_id, lock=lock)
 
 
 async def load_task(s: AsyncSession, task_id: uuid.UUID, *, lock: bool = False) -> Task:
-    await s.flush()  # populate_existing must not overwrite unflushed changes
-    stmt = select(Task).where(Task.id == task_id).execution_options(populate_existing=True)
-    if lock:
-        stmt = stmt.with_for_update(key_share=True)
-    task = (await s.execute(stmt)).scalar_one_or_none()
-    if task is None:
-        raise TaskNotFound()
-    return task
+    return await load(s, Task, task_id, lock=lock)
 
 
 async def lock_job_of_stage(s: AsyncSession, stage_id: uuid.UUID) -> tuple[Job, Stage]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Select, func, select
@@ -25,6 +26,29 @@ class PageRequest:
 class PageResult(Generic[T]):
     total: int
     items: list[T]
+
+
+def matching(stmt: Select[Any], *conditions: tuple[Any, object]) -> Select[Any]:
+    """`stmt` narrowed by each `(column, value)` whose value was given (is not None)."""
+    for column, value in conditions:
+        if value is not None:
+            stmt = stmt.where(column == value)
+    return stmt
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedBetween:
+    """A list filter's creation period: from `from_date` to `end_date`, both included."""
+
+    from_date: datetime | None = None
+    end_date: datetime | None = None
+
+    def narrow(self, stmt: Select[Any], table: Any) -> Select[Any]:
+        if self.from_date is not None:
+            stmt = stmt.where(table.creation_time >= self.from_date)
+        if self.end_date is not None:
+            stmt = stmt.where(table.creation_time <= self.end_date)
+        return stmt
 
 
 async def paginate(s: AsyncSession, stmt: Select[Any], page: PageRequest) -> PageResult[Any]:

@@ -20,6 +20,8 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from jobnik_sdk.wire import SystemReason
+
 from ..db.claim import TASK_COLUMNS
 from ..db.complete import complete_statement
 from ..db.engine import Database, now_in
@@ -37,18 +39,18 @@ from .claims import start_stages
 from .history import insert_rows, task_row
 from .loading import load_stage
 
-LEASE_EXPIRED = "lease expired"
-
 _TASKS = TASKS
 # The columns a settlement writes; every row of the executemany names all of them.
 _WRITTEN = (
     "status",
+    "claimable",
     "attempts",
     "update_time",
     "end_time",
     "not_before",
     "reason",
     "result",
+    "progress",
 )
 _UPDATE = (
     update(_TASKS)
@@ -156,7 +158,7 @@ async def settle_reports(
             reopened.append(task)
         changed[task_id] = task
         moved.append((task.stage_id, previous, outcome.status))
-        events.append(task_row(task, previous, outcome.status, now, r.reason))
+        events.append(task_row(task, previous, outcome.status, now, task.reason))
     if not changed:
         return answers
     await s.execute(
@@ -167,10 +169,15 @@ async def settle_reports(
         await _reopen(s, reopened, now)
     await insert_rows(s, events)
     for stage in await summaries.bump(s, summaries.moves(moved), now):
-        if stage.status.is_final or stage_outcome(stage.summary) is None:
+        # A stage whose turn has not come (CREATED, WAITING) waits for it, whatever its
+        # tasks: cancelling them all does not finish it out of turn.
+        ending = stage_outcome(stage.summary, stage.allowed_failures)
+        if not stage.status.is_active or ending is None:
             continue
-        if stage.status is StageStatus.PENDING:
-            # Its first claim committed, but not yet the start that follows it.
+        ran = stage.summary.completed + stage.summary.failed
+        if stage.status is StageStatus.PENDING and ran:
+            # Its first claim committed, but not yet the start that follows it (a stage
+            # whose tasks were all cancelled before any ran completes without starting).
             await start_stages(s, [stage.id], [stage.job_id], now)
         await settle_stage(s, await load_stage(s, stage.id, lock=True), now)
     return answers
@@ -205,10 +212,15 @@ def _apply(task: TaskView, r: Report, outcome: ReportOutcome, now: datetime) -> 
     if outcome.status is TaskStatus.COMPLETED:
         task.result = r.result
         task.reason = None
+        task.progress = 100
+    elif outcome.status is TaskStatus.ABORTED:
+        task.reason = r.reason or SystemReason.CANCELLED_BY_USER
     else:
         task.reason = r.reason
     if outcome.status.is_final:
         task.end_time = now
+        task.claimable = False  # a cancelled task may have been waiting to be claimed
+        task.not_before = None
         return
     delay = r.retry_after if r.status is TaskStatus.RETRIED else _policy_delay(task, outcome)
     if delay is not None and delay > timedelta(0):
@@ -232,5 +244,5 @@ def _policy_delay(task: TaskView, outcome: ReportOutcome) -> timedelta | None:
 
 async def expire_leases(s: AsyncSession, task_ids: Sequence[uuid.UUID], now: datetime) -> None:
     """These leases ran out (the caller holds the tasks' locks): failed attempts."""
-    expired = Report(TaskStatus.FAILED, reason=LEASE_EXPIRED)
+    expired = Report(TaskStatus.FAILED, reason=SystemReason.LEASE_EXPIRED)
     await settle_reports(s, [(task_id, expired) for task_id in task_ids], now)

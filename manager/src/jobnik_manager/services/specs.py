@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ..domain.retry import RetryPolicy
@@ -24,6 +25,10 @@ class NewTask:
     tracestate: str | None = None
     # None: the stage's policy applies.
     retry_policy: RetryPolicy | None = None
+    # Scheduled: not claimable before then (nor before its job's `not_before`).
+    not_before: datetime | None = None
+    # How long an attempt may run (None: its stage's default, else no limit).
+    timeout_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +42,13 @@ class NewStage:
     tasks: Sequence[NewTask] = ()
     # The retry policy of its tasks that bring none.
     retry_policy: RetryPolicy | None = None
+    # Created with an empty list of tasks, rather than none to add later: a first stage
+    # passes at once, as a later empty stage does when its turn comes.
+    without_tasks: bool = False
+    # How many of its tasks may fail for good with the stage still completing (partly).
+    allowed_failures: int = 0
+    # The time limit of an attempt of its tasks that bring none.
+    timeout_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +60,7 @@ class NewJob:
     traceparent: str | None = None
     tracestate: str | None = None
     stages: Sequence[NewStage] = ()
+    # Scheduled: none of its tasks claimable before then.
+    not_before: datetime | None = None
+    # Failed ("deadline exceeded") if not final by then.
+    deadline: datetime | None = None

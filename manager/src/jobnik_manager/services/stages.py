@@ -25,7 +25,7 @@ from .cascade import bump_summary, complete_stage, job_stages, open_stage_for_cl
 from .claimability import claimable_when_created
 from .history import stage_moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
-from .pages import PageRequest, PageResult, paginate
+from .pages import PageRequest, PageResult, matching, paginate
 from .specs import NewStage, NewTask
 from .tracing import new_traceparent, new_traceparents
 
@@ -76,6 +76,9 @@ async def insert_stage(
         creation_time=now,
         update_time=now,
         retry_policy=new.retry_policy.to_json() if new.retry_policy else None,
+        allowed_failures=new.allowed_failures,
+        partial=False,
+        timeout_seconds=new.timeout_seconds,
     )
     await insert_new(s, stage)
     await stage_moved(s, stage, None, now)
@@ -132,6 +135,12 @@ async def insert_tasks(
         )
     claimable = claimable_when_created(status, job.status)
     rank = job.priority.rank
+
+    def scheduled(task: NewTask) -> datetime | None:
+        """When the task may first be claimed, if that is still to come."""
+        due = max((t for t in (task.not_before, job.not_before) if t is not None), default=None)
+        return due if due is not None and due > now else None
+
     ids = _new_ids(len(new))
     stage_id, job_id, stage_type = stage.id, job.id, stage.type
     spans, policy = new_traceparents(stage.traceparent), stage.retry_policy
@@ -148,7 +157,8 @@ async def insert_tasks(
                 "job_id": job_id,
                 "stage_type": stage_type,
                 "priority_rank": rank,
-                "claimable": claimable,
+                "claimable": claimable and not_before is None,
+                "not_before": not_before,
                 "status": TaskStatus.PENDING,
                 "attempts": 0,
                 "max_attempts": p.max_attempts,
@@ -159,8 +169,10 @@ async def insert_tasks(
                 "creation_time": now,
                 "update_time": now,
                 "retry_policy": p.retry_policy.to_json() if p.retry_policy else policy,
+                "timeout_seconds": p.timeout_seconds or stage.timeout_seconds,
             }
             for task_id, p in zip(ids[start:end], new[start:end], strict=True)
+            for not_before in (scheduled(p),)
         )
     if not rows:
         return rows
@@ -169,7 +181,7 @@ async def insert_tasks(
     await tasks_created(s, job.id, stage.id, ids, now)
     if not counted:
         await bump_summary(s, stage.id, {TaskStatus.PENDING: len(rows)}, now)
-    if claimable:
+    if claimable and any(row["claimable"] for row in rows):
         tasks_ready(s.info, stage.type, job.id, stage.id, now)
     return rows
 
@@ -218,14 +230,6 @@ async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
         await open_stage_for_claims(s, stage, job.status, now)
 
 
-async def replace_user_metadata(
-    s: AsyncSession, stage_id: uuid.UUID, metadata: dict[str, Any]
-) -> None:
-    stage = await load_stage(s, stage_id, lock=True)
-    stage.user_metadata = metadata
-    stage.update_time = now_in(s)
-
-
 async def stages_of_job(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
     await load_job(s, job_id)
     return await job_stages(s, job_id)
@@ -239,13 +243,12 @@ class StageFilter:
 
 
 async def find_stages(s: AsyncSession, f: StageFilter, page: PageRequest) -> PageResult[Stage]:
-    stmt = select(Stage).order_by(Stage.creation_time, Stage.stage_order, Stage.id)
-    if f.job_id is not None:
-        stmt = stmt.where(Stage.job_id == f.job_id)
-    if f.stage_type is not None:
-        stmt = stmt.where(Stage.type == f.stage_type)
-    if f.status is not None:
-        stmt = stmt.where(Stage.status == f.status)
+    stmt = matching(
+        select(Stage).order_by(Stage.creation_time, Stage.stage_order, Stage.id),
+        (Stage.job_id, f.job_id),
+        (Stage.type, f.stage_type),
+        (Stage.status, f.status),
+    )
     return await paginate(s, stmt, page)
 
 

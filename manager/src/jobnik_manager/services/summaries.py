@@ -28,6 +28,7 @@ class StageCounts:
     job_id: uuid.UUID
     status: StageStatus
     summary: Summary
+    allowed_failures: int
 
 
 def moves(pairs: list[tuple[uuid.UUID, TaskStatus, TaskStatus]]) -> dict[uuid.UUID, Counter[str]]:
@@ -59,6 +60,7 @@ async def bump(
                     _STAGES.c.job_id,
                     _STAGES.c.status,
                     _STAGES.c.percentage,
+                    _STAGES.c.allowed_failures,
                     *(_STAGES.c[c] for c in COUNTERS),
                 )
             )
@@ -69,5 +71,5 @@ async def bump(
             await s.execute(
                 update(_STAGES).where(_STAGES.c.id == stage_id).values(percentage=share)
             )
-        out.append(StageCounts(stage_id, row.job_id, row.status, summary))
+        out.append(StageCounts(stage_id, row.job_id, row.status, summary, row.allowed_failures))
     return out

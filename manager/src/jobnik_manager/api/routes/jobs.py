@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...db.models import Job
 from ...domain.statuses import JobStatus, Priority
 from ...services import jobs as job_service
+from ...services import replay
 from ...services import stages as stage_service
 from ...services.history import events_of_job
 from ...services.loading import load_job
 from ...services.pages import PageRequest
-from ...services.stages import tasks_by_stage
 from ..create_bodies import CreateRoute, created_task_bodies, new_job, new_stage
 from ..deps import DatabaseDep, InlineTasksDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
-from ..json_values import JsonObject
-from ..presenters import event_out, job_body, job_out, stage_body, stage_out
+from ..presenters import event_body, job_body, job_out, json_response, stage_body
 from ..schemas import (
-    ErrorMessage,
     EventOut,
     JobCreate,
     JobOut,
@@ -31,20 +29,21 @@ from ..schemas import (
     OkMessage,
     Page,
     PriorityChange,
+    QueryTime,
     StageCreate,
     StageOut,
 )
 from ..transaction import in_transaction
+from .common import (
+    CREATE_ERRORS,
+    ERRORS,
+    RETRY_ERRORS,
+    add_user_metadata_route,
+    jobs_out,
+    stages_out,
+)
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=CreateRoute)
-ERRORS: dict[int | str, dict[str, object]] = {
-    400: {"model": ErrorMessage},
-    404: {"model": ErrorMessage},
-}
-CREATE_ERRORS: dict[int | str, dict[str, object]] = {
-    **ERRORS,
-    409: {"model": ErrorMessage, "description": "IDEMPOTENCY_KEY_REUSED"},
-}
 
 
 @router.get("", response_model=Page[JobOut], response_model_exclude_none=True)
@@ -52,29 +51,25 @@ async def find_jobs(
     db: DatabaseDep,
     page: PageDep,
     job_name: Annotated[str | None, Query(min_length=2, max_length=50)] = None,
-    from_date: datetime | None = None,
-    end_date: datetime | None = None,
+    from_date: QueryTime | None = None,
+    end_date: QueryTime | None = None,
     priority: Priority | None = None,
+    # Extension: jobs in any of these statuses (`?status=FAILED&status=ABORTED`).
+    status: Annotated[list[JobStatus] | None, Query(max_length=len(JobStatus))] = None,
     should_return_stages: bool = False,
 ) -> Page[JobOut]:
     f = job_service.JobFilter(
-        name=job_name, from_date=from_date, end_date=end_date, priority=priority
+        name=job_name,
+        from_date=from_date,
+        end_date=end_date,
+        priority=priority,
+        statuses=frozenset(status or ()),
     )
 
     async def work(s: AsyncSession) -> Page[JobOut]:
         result = await job_service.find_jobs(s, f, page)
-        stages = (
-            await job_service.stages_by_job(s, [j.id for j in result.items])
-            if should_return_stages
-            else {}
-        )
-        return Page[JobOut](
-            total=result.total,
-            items=[
-                job_out(j, [stage_out(st) for st in stages[j.id]] if should_return_stages else None)
-                for j in result.items
-            ],
-        )
+        items = await jobs_out(s, result.items, should_return_stages)
+        return Page[JobOut](total=result.total, items=items)
 
     return await in_transaction(db, work)
 
@@ -97,11 +92,15 @@ async def create_job(
     async def work(s: AsyncSession) -> dict[str, object]:
         created = await job_service.create_job(s, new)
         if not payload.stages:
-            return job_body(created.job)
+            return job_body(created.job, new=True)
         # Answered as inserted rather than read back: there may be many tasks.
         return job_body(
             created.job,
-            [stage_body(c.stage, await created_task_bodies(c.tasks)) for c in created.stages],
+            [
+                stage_body(c.stage, await created_task_bodies(c.tasks), new=True)
+                for c in created.stages
+            ],
+            new=True,
         )
 
     return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
@@ -110,11 +109,7 @@ async def create_job(
 @router.get("/{jobId}", response_model=JobOut, response_model_exclude_none=True, responses=ERRORS)
 async def get_job(db: DatabaseDep, jobId: uuid.UUID, should_return_stages: bool = False) -> JobOut:
     async def work(s: AsyncSession) -> JobOut:
-        job = await load_job(s, jobId)
-        if not should_return_stages:
-            return job_out(job)
-        stages = await stage_service.stages_of_job(s, jobId)
-        return job_out(job, [stage_out(st) for st in stages])
+        return (await jobs_out(s, [await load_job(s, jobId)], should_return_stages))[0]
 
     return await in_transaction(db, work)
 
@@ -125,12 +120,7 @@ async def delete_job(db: DatabaseDep, jobId: uuid.UUID) -> OkMessage:
     return OkMessage(code="JOB_DELETED_SUCCESSFULLY")
 
 
-@router.patch("/{jobId}/user-metadata", response_model=OkMessage, responses=ERRORS)
-async def replace_job_user_metadata(
-    db: DatabaseDep, jobId: uuid.UUID, metadata: Annotated[JsonObject, Body()]
-) -> OkMessage:
-    await in_transaction(db, job_service.replace_user_metadata, jobId, metadata)
-    return OkMessage(code="JOB_MODIFIED_SUCCESSFULLY")
+add_user_metadata_route(router, Job, "jobId", "JOB_MODIFIED_SUCCESSFULLY")
 
 
 @router.patch(
@@ -158,6 +148,23 @@ async def change_job_status(
     return OkMessage(code="JOB_MODIFIED_SUCCESSFULLY")
 
 
+@router.post(
+    "/{jobId}/retry",
+    response_model=JobOut,
+    response_model_exclude_none=True,
+    responses=RETRY_ERRORS,
+)
+async def retry_job(db: DatabaseDep, jobId: uuid.UUID) -> JobOut:
+    """Extension: run a FAILED job's failed stage again; its FAILED and ABORTED tasks get a
+    fresh set of attempts. Answers the job as it stands after."""
+
+    async def work(s: AsyncSession) -> JobOut:
+        await replay.retry_job(s, jobId)
+        return job_out(await load_job(s, jobId))
+
+    return await in_transaction(db, work)
+
+
 @router.get(
     "/{jobId}/stages",
     response_model=list[StageOut],
@@ -169,11 +176,7 @@ async def get_job_stages(
 ) -> list[StageOut]:
     async def work(s: AsyncSession) -> list[StageOut]:
         stages = await stage_service.stages_of_job(s, jobId)
-        if not should_return_tasks:
-            return [stage_out(st) for st in stages]
-        inline.check(stages)
-        tasks = await tasks_by_stage(s, [st.id for st in stages])
-        return [stage_out(st, tasks[st.id]) for st in stages]
+        return await stages_out(s, stages, inline, should_return_tasks)
 
     return await in_transaction(db, work)
 
@@ -197,8 +200,8 @@ async def add_stage(
     async def work(s: AsyncSession) -> dict[str, object]:
         created = await stage_service.add_stage(s, jobId, new)
         if not payload.tasks:
-            return stage_body(created.stage)
-        return stage_body(created.stage, await created_task_bodies(created.tasks))
+            return stage_body(created.stage, new=True)
+        return stage_body(created.stage, await created_task_bodies(created.tasks), new=True)
 
     return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
 
@@ -213,13 +216,15 @@ async def get_job_events(
     jobId: uuid.UUID,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=1000)] = 10,
-) -> Page[EventOut]:
-    """Every status change of the job, its stages and tasks, oldest first."""
+) -> Response:
+    """Every status change of the job, its stages and tasks, and every entry their
+    workers added, oldest first."""
     request = PageRequest(page=page, page_size=page_size)
 
-    async def work(s: AsyncSession) -> Page[EventOut]:
+    async def work(s: AsyncSession) -> Response:
         result = await events_of_job(s, jobId, request)
-        return Page[EventOut](total=result.total, items=[event_out(e) for e in result.items])
+        body = {"total": result.total, "items": [event_body(e) for e in result.items]}
+        return json_response(body, 200)
 
     return await in_transaction(db, work)
 

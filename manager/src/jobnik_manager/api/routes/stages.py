@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...db.models import Stage
 from ...domain.errors import TaskNotFound
 from ...domain.statuses import StageStatus
 from ...services import stages as stage_service
@@ -17,11 +18,9 @@ from ...services.loading import load_stage
 from ..create_bodies import CreateRoute, created_task_bodies, new_tasks
 from ..deps import DatabaseDep, InlineTasksDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
-from ..json_values import JsonObject
-from ..presenters import stage_out, summary_out, task_out, task_response
+from ..presenters import summary_out, task_out, task_response
 from ..schemas import (
     MAX_LEASE_SECONDS,
-    ErrorMessage,
     OkMessage,
     Page,
     StageOut,
@@ -31,12 +30,9 @@ from ..schemas import (
     TaskOut,
 )
 from ..transaction import in_transaction
+from .common import ERRORS, add_user_metadata_route, stages_out
 
 router = APIRouter(prefix="/v1/stages", tags=["stages"], route_class=CreateRoute)
-ERRORS: dict[int | str, dict[str, object]] = {
-    400: {"model": ErrorMessage},
-    404: {"model": ErrorMessage},
-}
 StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
 
 
@@ -56,20 +52,8 @@ async def find_stages(
 
     async def work(s: AsyncSession) -> Page[StageOut]:
         result = await stage_service.find_stages(s, f, page)
-        if should_return_tasks:
-            inline.check(result.items)
-        tasks = (
-            await stage_service.tasks_by_stage(s, [st.id for st in result.items])
-            if should_return_tasks
-            else {}
-        )
-        return Page[StageOut](
-            total=result.total,
-            items=[
-                stage_out(st, tasks.get(st.id) if should_return_tasks else None)
-                for st in result.items
-            ],
-        )
+        items = await stages_out(s, result.items, inline, should_return_tasks)
+        return Page[StageOut](total=result.total, items=items)
 
     return await in_transaction(db, work)
 
@@ -82,11 +66,7 @@ async def get_stage(
 ) -> StageOut:
     async def work(s: AsyncSession) -> StageOut:
         stage = await load_stage(s, stageId)
-        if not should_return_tasks:
-            return stage_out(stage)
-        inline.check([stage])
-        tasks = await stage_service.tasks_by_stage(s, [stageId])
-        return stage_out(stage, tasks[stageId])
+        return (await stages_out(s, [stage], inline, should_return_tasks))[0]
 
     return await in_transaction(db, work)
 
@@ -99,12 +79,7 @@ async def get_stage_summary(db: DatabaseDep, stageId: uuid.UUID) -> SummaryOut:
     return await in_transaction(db, work)
 
 
-@router.patch("/{stageId}/user-metadata", response_model=OkMessage, responses=ERRORS)
-async def replace_stage_user_metadata(
-    db: DatabaseDep, stageId: uuid.UUID, metadata: Annotated[JsonObject, Body()]
-) -> OkMessage:
-    await in_transaction(db, stage_service.replace_user_metadata, stageId, metadata)
-    return OkMessage(code="STAGE_MODIFIED_SUCCESSFULLY")
+add_user_metadata_route(router, Stage, "stageId", "STAGE_MODIFIED_SUCCESSFULLY")
 
 
 @router.put("/{stageId}/status", response_model=OkMessage, responses=ERRORS)

@@ -6,22 +6,24 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...db.models import Task
 from ...domain.errors import DomainError
 from ...domain.statuses import TaskStatus
+from ...services import task_events
 from ...services import tasks as task_service
 from ...services.claims import Claimed, claim
 from ...services.leases import Beat, heartbeat, heartbeats
 from ...services.loading import load_task
 from ...services.reports import Report, report, settle
 from ..deps import DatabaseDep, PageDep, WaitersDep
-from ..json_values import JsonObject
 from ..presenters import (
+    event_body,
     job_body,
     json_response,
     stage_body,
@@ -38,25 +40,20 @@ from ..schemas import (
     ClaimOut,
     ClaimRequest,
     ErrorMessage,
+    EventOut,
     Heartbeat,
     HeartbeatOut,
     HeartbeatResultOut,
-    OkMessage,
     Page,
+    QueryTime,
+    TaskEventIn,
     TaskOut,
     TaskStatusReport,
 )
 from ..transaction import in_transaction
+from .common import ERRORS, LEASE_ERRORS, add_user_metadata_route
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
-ERRORS: dict[int | str, dict[str, object]] = {
-    400: {"model": ErrorMessage},
-    404: {"model": ErrorMessage},
-}
-LEASE_ERRORS: dict[int | str, dict[str, object]] = {
-    **ERRORS,
-    409: {"model": ErrorMessage, "description": "LEASE_LOST"},
-}
 
 
 def _report_of(payload: TaskStatusReport) -> Report:
@@ -158,7 +155,7 @@ async def report_batch(db: DatabaseDep, payload: BatchReport) -> Response:
 async def heartbeat_batch(db: DatabaseDep, payload: BatchHeartbeat) -> BatchHeartbeatOut:
     """Extend many leases at once; each heartbeat is answered on its own, in order."""
     lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
-    beats = [Beat(h.task_id, h.lease_id, h.progress) for h in payload.heartbeats]
+    beats = [Beat(h.task_id, h.lease_id, h.percent, h.message) for h in payload.heartbeats]
 
     async def work(s: AsyncSession) -> BatchHeartbeatOut:
         answers = await heartbeats(s, beats, lease=lease)
@@ -189,8 +186,8 @@ async def find_tasks(
     page: PageDep,
     stage_id: uuid.UUID | None = None,
     stage_type: Annotated[str | None, Query(min_length=1, max_length=50)] = None,
-    from_date: datetime | None = None,
-    end_date: datetime | None = None,
+    from_date: QueryTime | None = None,
+    end_date: QueryTime | None = None,
     status: TaskStatus | None = None,
 ) -> Page[TaskOut]:
     f = task_service.TaskFilter(
@@ -216,12 +213,7 @@ async def get_task(db: DatabaseDep, taskId: uuid.UUID) -> TaskOut:
     return await in_transaction(db, work)
 
 
-@router.patch("/{taskId}/user-metadata", response_model=OkMessage, responses=ERRORS)
-async def replace_task_user_metadata(
-    db: DatabaseDep, taskId: uuid.UUID, metadata: Annotated[JsonObject, Body()]
-) -> OkMessage:
-    await in_transaction(db, task_service.replace_user_metadata, taskId, metadata)
-    return OkMessage(code="TASK_MODIFIED_SUCCESSFULLY")
+add_user_metadata_route(router, Task, "taskId", "TASK_MODIFIED_SUCCESSFULLY")
 
 
 @router.put(
@@ -236,6 +228,30 @@ async def report_task_status(
     return task_response(await report(db, taskId, _report_of(payload)))
 
 
+@router.post(
+    "/{taskId}/events",
+    status_code=201,
+    response_model=EventOut,
+    responses=LEASE_ERRORS,
+)
+async def add_task_event(db: DatabaseDep, taskId: uuid.UUID, payload: TaskEventIn) -> Response:
+    """Extension: add an entry to the task's job history (under the task's lease while it
+    runs); GET /v1/jobs/{jobId}/events answers it beside the status changes."""
+    new = task_events.NewTaskEvent(
+        name=payload.name,
+        level=payload.level,
+        message=payload.message,
+        fields=payload.fields,
+        lease_id=payload.lease_id,
+    )
+
+    async def work(s: AsyncSession) -> Response:
+        event = await task_events.add_task_event(s, taskId, new)
+        return json_response(event_body(event), 201)
+
+    return await in_transaction(db, work)
+
+
 @router.post("/{taskId}/heartbeat", response_model=HeartbeatOut, responses=LEASE_ERRORS)
 async def task_heartbeat(db: DatabaseDep, taskId: uuid.UUID, payload: Heartbeat) -> HeartbeatOut:
     """Extend the lease; `cancelRequested` tells the holder its task was aborted."""
@@ -243,7 +259,12 @@ async def task_heartbeat(db: DatabaseDep, taskId: uuid.UUID, payload: Heartbeat)
 
     async def work(s: AsyncSession) -> HeartbeatOut:
         answer = await heartbeat(
-            s, taskId, payload.lease_id, progress=payload.progress, lease=lease
+            s,
+            taskId,
+            payload.lease_id,
+            progress=payload.percent,
+            message=payload.message,
+            lease=lease,
         )
         return HeartbeatOut(
             lease_expires_at=answer.lease_expires_at,

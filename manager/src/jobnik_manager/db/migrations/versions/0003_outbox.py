@@ -1,9 +1,4 @@
-"""The transactional outbox for RabbitMQ.
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-11-21
-"""
+"""0003 (after 0002), 2026-11-21: the transactional outbox for RabbitMQ."""
 
 from collections.abc import Sequence
 

@@ -1,0 +1,88 @@
+"""What the /v1 routers share: their documented errors and the user-metadata route.
+
+No `from __future__ import annotations` here: the route's annotations name a local.
+"""
+
+import uuid
+from collections.abc import Sequence
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Path
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ...db.models import Job, Stage, Task
+from ...services import progress as progress_of
+from ...services.jobs import stages_by_job
+from ...services.stages import tasks_by_stage
+from ...services.user_metadata import replace_user_metadata
+from ..deps import DatabaseDep, InlineTasks
+from ..json_values import JsonObject
+from ..presenters import job_out, stage_out
+from ..schemas import ErrorMessage, JobOut, OkMessage, StageOut
+from ..transaction import in_transaction
+
+Responses = dict[int | str, dict[str, object]]
+ERRORS: Responses = {
+    400: {"model": ErrorMessage},
+    404: {"model": ErrorMessage},
+}
+CREATE_ERRORS: Responses = {
+    **ERRORS,
+    409: {"model": ErrorMessage, "description": "IDEMPOTENCY_KEY_REUSED"},
+}
+RETRY_ERRORS: Responses = {
+    **ERRORS,
+    409: {"model": ErrorMessage, "description": "JOB_NOT_FAILED"},
+}
+LEASE_ERRORS: Responses = {
+    **ERRORS,
+    409: {"model": ErrorMessage, "description": "LEASE_LOST"},
+}
+
+
+async def stages_out(
+    s: AsyncSession, stages: Sequence[Stage], inline: InlineTasks, with_tasks: bool
+) -> list[StageOut]:
+    """The stages as answered, each with its tasks when asked (should_return_tasks) and
+    they are few enough to answer inline."""
+    progress = await progress_of.of_stages(s, stages)
+    if not with_tasks:
+        return [stage_out(st, progress=progress[st.id]) for st in stages]
+    inline.check(stages)
+    tasks = await tasks_by_stage(s, [st.id for st in stages])
+    return [stage_out(st, tasks[st.id], progress[st.id]) for st in stages]
+
+
+async def jobs_out(s: AsyncSession, jobs: Sequence[Job], with_stages: bool) -> list[JobOut]:
+    """The jobs as answered, with their progress, and their stages when asked
+    (should_return_stages)."""
+    stages = await stages_by_job(s, [j.id for j in jobs])
+    by_job, by_stage = await progress_of.of_jobs(s, jobs, stages)
+
+    def with_its_stages(job: Job) -> list[StageOut] | None:
+        if not with_stages:
+            return None
+        return [stage_out(st, progress=by_stage[st.id]) for st in stages[job.id]]
+
+    return [job_out(j, with_its_stages(j), by_job[j.id]) for j in jobs]
+
+
+def add_user_metadata_route(
+    router: APIRouter, model: type[Job] | type[Stage] | type[Task], id_param: str, code: str
+) -> None:
+    """PATCH /{id}/user-metadata: the whole user metadata replaced by the body's object."""
+    entity = model.__name__.lower()
+
+    @router.patch(
+        f"/{{{id_param}}}/user-metadata",
+        response_model=OkMessage,
+        responses=ERRORS,
+        name=f"replace_{entity}_user_metadata",
+    )
+    async def replace(
+        db: DatabaseDep,
+        row_id: Annotated[uuid.UUID, Path(alias=id_param)],
+        metadata: Annotated[JsonObject, Body()],
+    ) -> OkMessage:
+        await in_transaction(db, replace_user_metadata, model, row_id, metadata)
+        return OkMessage(code=code)

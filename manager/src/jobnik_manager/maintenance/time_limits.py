@@ -1,0 +1,108 @@
+"""Time limits, enforced by the maintenance tick on every replica.
+
+An attempt running longer than its task's `timeout_seconds` is failed "timed out", even
+if its worker keeps heartbeating; the usual retry rules follow. A job not final by its
+`deadline` is failed "deadline exceeded", its unfinished tasks and stages aborted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from functools import partial
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from jobnik_sdk.wire import SystemReason
+
+from ..db.engine import Database, now_in
+from ..db.models import Job, Task
+from ..domain.progress import job_percentage
+from ..domain.statuses import JobStatus, TaskStatus
+from ..domain.transitions import Actor, ensure_job_transition
+from ..services.cascade import abort_unfinished, job_stages
+from ..services.history import job_moved
+from ..services.loading import load_job
+from ..services.reports import Report, settle_reports
+from .reaper import in_batches
+
+BATCH = 100
+_FINAL_JOB = [s for s in JobStatus if s.is_final]
+
+
+async def time_out_some(s: AsyncSession) -> int:
+    """Fail up to BATCH attempts past their time limit, oldest first. The running timed
+    attempts are read without locks; only those past their limit are locked (skipping
+    any a report holds) and checked again, so an attempt settled or claimed anew
+    meanwhile is left alone."""
+    now = now_in(s)
+    running = await s.execute(
+        select(Task.id, Task.start_time, Task.timeout_seconds)
+        .where(Task.status == TaskStatus.IN_PROGRESS, Task.timeout_seconds.is_not(None))
+        .order_by(Task.start_time)
+    )
+    due = {
+        r.id: r.start_time
+        for r in running
+        if r.start_time is not None and r.start_time + timedelta(seconds=r.timeout_seconds) <= now
+    }
+    if not due:
+        return 0
+    locked = await s.execute(
+        select(Task.id, Task.start_time)
+        .where(Task.id.in_(sorted(due)[:BATCH]), Task.status == TaskStatus.IN_PROGRESS)
+        .order_by(Task.id)
+        .with_for_update(skip_locked=True)
+    )
+    expired = [r.id for r in locked if r.start_time == due[r.id]]
+    timed_out = Report(TaskStatus.FAILED, reason=SystemReason.TIMED_OUT)
+    await settle_reports(s, [(task_id, timed_out) for task_id in expired], now)
+    return len(expired)
+
+
+async def time_out_attempts(db: Database, limit: int = 1000) -> int:
+    """Fail up to `limit` attempts past their time limit; returns how many."""
+    return await in_batches(db, time_out_some, BATCH, limit)
+
+
+async def fail_past_deadline(s: AsyncSession, *, job_id: uuid.UUID) -> bool:
+    """Fail the job if it is still not final past its deadline; False if it is, or if
+    it has no deadline passed (any more)."""
+    now = now_in(s)
+    seen = await load_job(s, job_id)
+    if seen.status.is_final or seen.deadline is None or seen.deadline > now:
+        return False
+    # Tasks first, the job row last, as an abort takes them (a worker settling a task
+    # holds it, then takes the job).
+    await abort_unfinished(s, job_id, now, SystemReason.DEADLINE_EXCEEDED)
+    job = await load_job(s, job_id, lock=True)
+    if job.status.is_final:
+        return False
+    previous = job.status
+    ensure_job_transition(previous, JobStatus.FAILED, Actor.SYSTEM)
+    job.status, job.reason, job.update_time = JobStatus.FAILED, SystemReason.DEADLINE_EXCEEDED, now
+    await job_moved(s, job, previous, now, reason=SystemReason.DEADLINE_EXCEEDED)
+    job.percentage = job_percentage([st.status for st in await job_stages(s, job_id)])
+    return True
+
+
+async def enforce_deadlines(db: Database) -> int:
+    """Fail the jobs past their deadline, each in a transaction of its own."""
+    now = db.clock.now()
+    async with db.sessions() as s:
+        due = list(
+            (
+                await s.execute(
+                    select(Job.id)
+                    .where(Job.deadline <= now, Job.status.not_in(_FINAL_JOB))
+                    .order_by(Job.deadline)
+                    .limit(BATCH)
+                )
+            ).scalars()
+        )
+    failed = 0
+    for job_id in due:
+        if await db.transaction(partial(fail_past_deadline, job_id=job_id)):
+            failed += 1
+    return failed

@@ -1,0 +1,57 @@
+"""Entries a task's worker adds to its job's history (`POST /v1/tasks/{id}/events`).
+
+While the task runs, only the holder of its lease may add one (409 LEASE_LOST for
+anyone else); a task not running takes entries from anyone (a person's note, say).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.engine import now_in
+from ..db.models import EVENTS, Event
+from ..domain.errors import LeaseLost, RuleViolation
+from ..domain.leases import lease_is_live
+from ..domain.statuses import TaskStatus
+from ..domain.task_events import EventLevel
+from .history import task_row
+from .loading import load_task
+
+
+@dataclass(frozen=True, slots=True)
+class NewTaskEvent:
+    name: str
+    level: EventLevel = EventLevel.INFO
+    message: str | None = None
+    fields: dict[str, Any] | None = None
+    lease_id: uuid.UUID | None = None
+
+
+async def add_task_event(s: AsyncSession, task_id: uuid.UUID, new: NewTaskEvent) -> Event:
+    now = now_in(s)
+    task = await load_task(s, task_id)
+    running = task.status is TaskStatus.IN_PROGRESS
+    if running and new.lease_id is None:
+        raise RuleViolation(
+            "leaseId is required while the task runs: only its holder adds to its history",
+            code="VALIDATION_ERROR",
+        )
+    if new.lease_id is not None and not lease_is_live(
+        task.status, task.lease_id, task.lease_expires_at, new.lease_id, now
+    ):
+        raise LeaseLost()
+    values = task_row(task, None, None, now, None) | {
+        "name": new.name,
+        "level": new.level,
+        "message": new.message,
+        "fields": new.fields,
+    }
+    if not running:  # no lease, nor worker, to name: it is not anyone's attempt now
+        values |= {"lease_id": None, "worker": None}
+    row = (await s.execute(insert(EVENTS).values(values).returning(*EVENTS.c))).one()
+    return Event(**row._mapping)
