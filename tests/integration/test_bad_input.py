@@ -209,7 +209,8 @@ async def test_bad_job_changes(api: Api, path: str, body: Any) -> None:
     assert (got["status"], got["priority"], got["userMetadata"]) == ("PENDING", "MEDIUM", {})
 
 
-@pytest.mark.parametrize("status", ["PENDING", "IN_PROGRESS", "RETRIED", "ABORTED", "done"])
+# ABORTED is taken too: it cancels the task (tests/integration/test_cancel_task.py).
+@pytest.mark.parametrize("status", ["PENDING", "IN_PROGRESS", "RETRIED", "done"])
 async def test_task_reports_accept_only_completed_or_failed(api: Api, status: str) -> None:
     job = await api.create_job()
     stage = await api.create_stage(job["id"])

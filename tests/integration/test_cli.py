@@ -56,3 +56,49 @@ def test_serve_refuses_a_database_behind_its_migrations(tmp_path: Path) -> None:
     last = done.stderr.strip().splitlines()[-1]
     assert "has never been migrated" in last and "jobnik-manager migrate" in last, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _cli(url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jobnik_manager.cli", *args],
+        env={"JOBNIK_DATABASE_URL": url, "PATH": "", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_cleanup_deletes_old_finished_jobs_and_says_what(tmp_path: Path) -> None:
+    import sqlite3
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'old.db'}"
+    assert _cli(url, "migrate").returncode == 0
+    with manager_process(url) as base_url:
+        job = httpx.post(f"{base_url}/v1/jobs", json={"name": "old-one", "data": {}}).json()
+        httpx.put(f"{base_url}/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
+        running = httpx.post(f"{base_url}/v1/jobs", json={"name": "running", "data": {}}).json()
+    db = sqlite3.connect(tmp_path / "old.db")
+    # Ended ten days ago (the command reads the real clock).
+    db.execute(
+        "UPDATE jobs SET end_time = datetime('now', '-10 days') WHERE id = ?",
+        (job["id"].replace("-", ""),),
+    )
+    db.commit()
+    dry = _cli(url, "cleanup", "--older-than", "7d", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.startswith("would delete 1 jobs (0 stages, 0 tasks, 2 events)")
+    done = _cli(url, "cleanup", "--older-than", "7d")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("deleted 1 jobs (0 stages, 0 tasks, 2 events) that ended before")
+    names = {r[0] for r in db.execute("SELECT name FROM jobs")}
+    assert names == {"running"} and running["status"] == "PENDING"
+
+
+def test_cleanup_and_retention_refuse_a_malformed_duration(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'refuse.db'}"
+    bad = _cli(url, "cleanup", "--older-than", "soon")
+    assert bad.returncode == 2 and "'soon' is not a duration such as 7d" in bad.stderr
+    serve = _cli(url, "serve", JOBNIK_RETENTION="nope")
+    assert serve.returncode == 2
+    assert serve.stderr.strip().startswith("jobnik-manager: JOBNIK_RETENTION:")
+    assert len(serve.stderr.strip().splitlines()) == 1

@@ -45,6 +45,11 @@ class Case:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+def too_large(name: str, path: str, body: str, says: str) -> Case:
+    """A POST refused for its size: 413 PAYLOAD_TOO_LARGE."""
+    return Case(name, "POST", path, body, status=413, code="PAYLOAD_TOO_LARGE", says=says)
+
+
 def job(data: str = "{}", **fields: str) -> str:
     extra = "".join(f', "{k}": {v}' for k, v in fields.items())
     return f'{{"name": "ok-name", "data": {data}{extra}}}'
@@ -195,27 +200,15 @@ CASES = [
     Case("page too large", "GET", "/v1/tasks?page_size=101", says="page_size"),
     Case("events page too large", "GET", "/v1/jobs/{job}/events?page_size=1001", says="page_size"),
     # Size: a body larger than the limit, JSON holding too many values, too many tasks.
-    Case(
-        "body too large",
-        "POST",
-        "/v1/jobs",
-        job(f'"{"x" * 140_000}"'),
-        status=413,
-        code="PAYLOAD_TOO_LARGE",
-        says="131,072 bytes",
-    ),
-    Case(
+    too_large("body too large", "/v1/jobs", job(f'"{"x" * 140_000}"'), "131,072 bytes"),
+    too_large(
         "too many values",
-        "POST",
         "/v1/jobs",
         job("[" + "0," * 25_000 + "0]"),
-        status=413,
-        code="PAYLOAD_TOO_LARGE",
-        says="20,000 JSON values",
+        "20,000 JSON values",
     ),
-    Case(
+    too_large(
         "too many tasks in a job",
-        "POST",
         "/v1/jobs",
         job(
             stages="["
@@ -224,27 +217,19 @@ CASES = [
             )
             + "]"
         ),
-        status=413,
-        code="PAYLOAD_TOO_LARGE",
-        says="POST /v1/stages/{stageId}/tasks",
+        "POST /v1/stages/{stageId}/tasks",
     ),
-    Case(
+    too_large(
         "too many tasks in a stage",
-        "POST",
         "/v1/jobs/{job}/stage",
         '{"type": "t", "data": {}, "tasks": [' + "{}," * 3_000 + "{}]}",
-        status=413,
-        code="PAYLOAD_TOO_LARGE",
-        says="3,001 tasks",
+        "3,001 tasks",
     ),
-    Case(
+    too_large(
         "too many tasks added",
-        "POST",
         "/v1/stages/{stage}/tasks",
         "[" + "{}," * 3_000 + "{}]",
-        status=413,
-        code="PAYLOAD_TOO_LARGE",
-        says="3,001 tasks",
+        "3,001 tasks",
     ),
     Case(
         "many tasks, one invalid late",

@@ -25,14 +25,20 @@ async def _claim(api: Api, stage_type: str, **extra: Any) -> list[dict[str, Any]
     return (await api.call("POST", "/v1/tasks/claim", json=body))["items"]  # type: ignore[no-any-return]
 
 
+async def _waiting_claim(api: Api, stage_type: str) -> asyncio.Task[list[dict[str, Any]]]:
+    """A claim that waits far longer than the test, so only a wake-up can make it answer
+    with a task; seen to be still waiting before it is returned."""
+    waiting = asyncio.create_task(_claim(api, stage_type, waitSeconds=60))
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    return waiting
+
+
 async def test_a_long_poll_answers_when_tasks_become_ready(api: Api, db: Database) -> None:
     stage_type = unique("lp")
     job = await api.create_job()
     stage = await api.create_stage(job["id"], stage_type)
-    # A wait far longer than the test: only a wake-up can make it answer with a task.
-    waiting = asyncio.create_task(_claim(api, stage_type, waitSeconds=60))
-    await asyncio.sleep(0.2)
-    assert not waiting.done()
+    waiting = await _waiting_claim(api, stage_type)
     created = await api.create_tasks(stage["id"], 2)
     got = await waiting
     assert sorted(t["id"] for t in got) == sorted(t["id"] for t in created)
@@ -50,8 +56,7 @@ async def test_a_long_poll_is_woken_by_a_retry_and_by_an_approval(api: Api, db: 
     stage = await api.create_stage(job["id"], stage_type)
     (task,) = await api.create_tasks(stage["id"], 1, maxAttempts=2)
     (claimed,) = await _claim(api, stage_type)
-    waiting = asyncio.create_task(_claim(api, stage_type, waitSeconds=60))
-    await asyncio.sleep(0.1)
+    waiting = await _waiting_claim(api, stage_type)
     await api.call(
         "PUT",
         f"/v1/tasks/{task['id']}/status",
@@ -63,9 +68,7 @@ async def test_a_long_poll_is_woken_by_a_retry_and_by_an_approval(api: Api, db: 
     later = unique("lp-approve")
     waiting_stage = await api.create_stage(job["id"], later, waiting=True)
     await api.create_tasks(waiting_stage["id"], 1)
-    waiting = asyncio.create_task(_claim(api, later, waitSeconds=60))
-    await asyncio.sleep(0.1)
-    assert not waiting.done()
+    waiting = await _waiting_claim(api, later)
     await api.call(
         "PUT",
         f"/v1/tasks/{task['id']}/status",
@@ -92,9 +95,7 @@ async def test_a_long_poll_is_woken_by_another_manager(postgres_url: str) -> Non
                 stage_type = unique("xlp")
                 job = await api_b.create_job()
                 stage = await api_b.create_stage(job["id"], stage_type)
-                waiting = asyncio.create_task(_claim(api_a, stage_type, waitSeconds=60))
-                await asyncio.sleep(0.2)
-                assert not waiting.done()
+                waiting = await _waiting_claim(api_a, stage_type)
                 (created,) = await api_b.create_tasks(stage["id"], 1)
                 assert [t["id"] for t in await waiting] == [created["id"]]
             finally:

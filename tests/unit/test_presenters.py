@@ -114,6 +114,17 @@ def test_task_response_of_a_namespace_and_of_a_row() -> None:
         _same_json(json.loads(response.body), expected)
 
 
+# The columns a job and a stage have alike.
+PARENT: dict[str, Any] = {
+    "status": "PENDING",
+    "percentage": 0,
+    "traceparent": REQUIRED["traceparent"],
+    "tracestate": None,
+    "creation_time": NOW,
+    "update_time": NOW,
+}
+
+
 def _stage(**extra: Any) -> Stage:
     columns: dict[str, Any] = {
         "id": REQUIRED["stage_id"],
@@ -122,16 +133,10 @@ def _stage(**extra: Any) -> Stage:
         "stage_order": 1,
         "data": {"a": None},
         "user_metadata": {"m": 1},
-        "status": "PENDING",
-        "percentage": 0,
-        **Summary(pending=2).counts(),
-        "traceparent": REQUIRED["traceparent"],
-        "tracestate": None,
-        "creation_time": NOW,
-        "update_time": NOW,
         "retry_policy": None,
+        **Summary(pending=2).counts(),
     }
-    return Stage(**columns | extra)
+    return Stage(**PARENT | columns | extra)
 
 
 def _job(**extra: Any) -> Job:
@@ -141,14 +146,8 @@ def _job(**extra: Any) -> Job:
         "data": {},
         "user_metadata": {},
         "priority": "MEDIUM",
-        "status": "PENDING",
-        "percentage": 0,
-        "traceparent": REQUIRED["traceparent"],
-        "tracestate": None,
-        "creation_time": NOW,
-        "update_time": NOW,
     }
-    return Job(**columns | extra)
+    return Job(**PARENT | columns | extra)
 
 
 def test_the_summary_answers_every_counter_then_the_total() -> None:

@@ -36,16 +36,35 @@ S = StageStatus
         (Summary(completed=6, pending=1), None),
         (Summary(completed=6, retried=1), None),
         (Summary(completed=6, created=1), None),
-        (Summary(completed=6, aborted=1), None),
+        # A task cancelled on its own counts as neither done nor failed.
+        (Summary(completed=6, aborted=1), S.COMPLETED),
+        (Summary(completed=6, aborted=1, pending=1), None),
         (Summary(pending=3), None),
         (Summary(in_progress=3), None),
         (Summary(retried=3), None),
         (Summary(created=3), None),
-        (Summary(aborted=3), None),
+        (Summary(aborted=3), S.COMPLETED),
     ],
 )
 def test_stage_outcome(summary: Summary, expected: StageStatus | None) -> None:
     assert stage_outcome(summary) is expected
+
+
+@pytest.mark.parametrize(
+    ("summary", "allowed", "expected"),
+    [
+        (Summary(failed=1, completed=2), 1, S.COMPLETED),
+        (Summary(failed=1, pending=1), 1, None),
+        (Summary(failed=2, pending=1), 1, S.FAILED),
+        (Summary(failed=3), 3, S.COMPLETED),
+        (Summary(failed=1, aborted=1), 1, S.COMPLETED),
+        (Summary(failed=1), 0, S.FAILED),
+    ],
+)
+def test_stage_outcome_within_an_allowance_of_failures(
+    summary: Summary, allowed: int, expected: StageStatus | None
+) -> None:
+    assert stage_outcome(summary, allowed) is expected
 
 
 # --------------------------------------------------------------------------------------

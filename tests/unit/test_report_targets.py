@@ -1,4 +1,5 @@
-"""A worker may report COMPLETED, FAILED or RETRIED ("retry later"); nothing else."""
+"""A worker may report COMPLETED, FAILED or RETRIED ("retry later"), and anyone may
+cancel a task (ABORTED); nothing else."""
 
 from __future__ import annotations
 
@@ -9,13 +10,26 @@ from jobnik_manager.domain.statuses import TaskStatus
 from jobnik_manager.domain.tasks import ReportOutcome, apply_report
 
 T = TaskStatus
-REPORTABLE = (T.COMPLETED, T.FAILED, T.RETRIED)
+REPORTABLE = (T.COMPLETED, T.FAILED, T.RETRIED, T.ABORTED)
 
 
 @pytest.mark.parametrize("reported", [s for s in TaskStatus if s not in REPORTABLE], ids=str)
 def test_other_statuses_may_not_be_reported(reported: TaskStatus) -> None:
     with pytest.raises(IllegalTransition):
         apply_report(T.IN_PROGRESS, reported, attempts=0, max_attempts=3)
+
+
+@pytest.mark.parametrize("current", [T.PENDING, T.RETRIED, T.IN_PROGRESS], ids=str)
+def test_a_cancel_aborts_a_task_not_final_and_spends_no_attempt(current: TaskStatus) -> None:
+    assert apply_report(current, T.ABORTED, attempts=2, max_attempts=3) == ReportOutcome(
+        T.ABORTED, 2
+    )
+
+
+@pytest.mark.parametrize("current", [T.CREATED, T.COMPLETED, T.FAILED, T.ABORTED], ids=str)
+def test_a_cancel_of_a_final_or_unborn_task_is_illegal(current: TaskStatus) -> None:
+    with pytest.raises(IllegalTransition):
+        apply_report(current, T.ABORTED, attempts=0, max_attempts=3)
 
 
 @pytest.mark.parametrize(("attempts", "max_attempts"), [(0, 1), (0, 3), (2, 3), (5, 5)])

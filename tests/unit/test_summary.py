@@ -26,7 +26,7 @@ def test_empty_summary() -> None:
     assert s.total == 0
     for name in COUNTERS:
         assert getattr(s, name) == 0
-    assert not s.all_completed
+    assert s.open == 0
 
 
 def test_one_counter_per_task_status_named_as_it() -> None:
@@ -120,21 +120,17 @@ def test_counts_and_of_columns_go_both_ways() -> None:
 @pytest.mark.parametrize(
     ("summary", "expected"),
     [
-        (Summary(), False),
-        (Summary(completed=1), True),
-        (Summary(completed=5), True),
-        (Summary(completed=4, pending=1), False),
-        (Summary(completed=4, in_progress=1), False),
-        (Summary(completed=4, retried=1), False),
-        (Summary(completed=4, created=1), False),
-        (Summary(completed=4, failed=1), False),
-        (Summary(completed=4, aborted=1), False),
-        (Summary(pending=3), False),
-        (Summary(aborted=3), False),
+        (Summary(), 0),
+        (Summary(completed=5, failed=1, aborted=2), 0),
+        (Summary(completed=4, pending=1), 1),
+        (Summary(completed=4, in_progress=2), 2),
+        (Summary(completed=4, retried=3), 3),
+        (Summary(completed=4, created=4), 4),
+        (Summary(pending=1, in_progress=1, retried=1, created=1, aborted=7), 4),
     ],
 )
-def test_all_completed(summary: Summary, expected: bool) -> None:
-    assert summary.all_completed is expected
+def test_open_counts_the_tasks_not_final(summary: Summary, expected: int) -> None:
+    assert summary.open == expected
 
 
 @pytest.mark.parametrize(
