@@ -8,32 +8,25 @@ install bundles nothing: the scaffold reads the template from the checkout.
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-# What a working copy of the template holds that is not the template.
-SKIPPED_DIRECTORIES = frozenset(
-    {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "dist", "build"}
-)
-SKIPPED_FILES = frozenset({"uv.lock", ".env"})
-SKIPPED_SUFFIXES = (".pyc", ".whl")
 
-
-def template_files(source: Path) -> list[PurePosixPath]:
-    """The template's files, relative to `source`."""
-    files = []
-    for path in sorted(source.rglob("*")):
-        relative = PurePosixPath(path.relative_to(source).as_posix())
-        if (
-            path.is_file()
-            and not SKIPPED_DIRECTORIES.intersection(relative.parts[:-1])
-            and relative.name not in SKIPPED_FILES
-            and not relative.name.endswith(SKIPPED_SUFFIXES)
-        ):
-            files.append(relative)
-    return files
+def _template_files_rule() -> Callable[[Path], Iterable[PurePosixPath]]:
+    """`template_files` of jobnik_sdk/scaffold/_files.py, loaded by its path: the SDK is
+    not installed while it builds, and the scaffold must pick the same files."""
+    path = Path(__file__).parent / "src" / "jobnik_sdk" / "scaffold" / "_files.py"
+    spec = importlib.util.spec_from_file_location("_jobnik_template_files", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rule: Callable[[Path], Iterable[PurePosixPath]] = module.template_files
+    return rule
 
 
 class WorkerTemplateHook(BuildHookInterface):
@@ -54,5 +47,5 @@ class WorkerTemplateHook(BuildHookInterface):
         if self.target_name == "sdist" and source == bundled:
             return  # already part of the sdist's files
         target = "jobnik_sdk/_template" if self.target_name == "wheel" else "worker-template"
-        for relative in template_files(source):
+        for relative in _template_files_rule()(source):
             build_data["force_include"][str(source / relative)] = f"{target}/{relative}"

@@ -97,13 +97,20 @@ def database_url(request: pytest.FixtureRequest) -> str:
 TABLES = ("events", "tasks", "stages", "jobs", "idempotency_keys", "outbox")
 
 
-async def _empty(db: Database) -> None:
-    async with db.engine.begin() as conn:
-        if db.is_sqlite:
+@asynccontextmanager
+async def _emptied(url: str, clock: Clock) -> AsyncIterator[Database]:
+    """The database at `url` with every table emptied, disposed of on exit."""
+    database = Database(url, pool_size=20, clock=clock)
+    async with database.engine.begin() as conn:
+        if database.is_sqlite:
             for table in TABLES:
                 await conn.execute(text(f"DELETE FROM {table}"))
         else:
             await conn.execute(text(f"TRUNCATE {', '.join(TABLES)}"))
+    try:
+        yield database
+    finally:
+        await database.dispose()
 
 
 @pytest.fixture
@@ -115,10 +122,8 @@ def clock() -> Clock:
 
 @pytest.fixture
 async def db(database_url: str, clock: Clock) -> AsyncIterator[Database]:
-    database = Database(database_url, pool_size=20, clock=clock)
-    await _empty(database)
-    yield database
-    await database.dispose()
+    async with _emptied(database_url, clock) as database:
+        yield database
 
 
 @asynccontextmanager
@@ -146,10 +151,8 @@ def api(client: httpx.AsyncClient) -> Api:
 
 @pytest.fixture
 async def pg_db(postgres_url: str, clock: Clock) -> AsyncIterator[Database]:
-    database = Database(postgres_url, pool_size=20, clock=clock)
-    await _empty(database)
-    yield database
-    await database.dispose()
+    async with _emptied(postgres_url, clock) as database:
+        yield database
 
 
 @pytest.fixture

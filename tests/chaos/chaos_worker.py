@@ -10,8 +10,9 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from jobnik_sdk import Backoff, JobnikClient, TaskContext, Worker
+from jobnik_sdk import JobnikClient, TaskContext
 
+from ..support.worker_main import run_worker
 from .round_robin import RoundRobinTransport
 
 
@@ -21,27 +22,20 @@ async def handle(data: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
     return {"seen": data["i"]}
 
 
-async def main() -> None:
+def connect() -> JobnikClient:
     managers = os.environ["CHAOS_MANAGERS"].split(",")
-    client = JobnikClient(managers[0], transport=RoundRobinTransport(managers))
-    worker = Worker(
-        client,
+    return JobnikClient(managers[0], transport=RoundRobinTransport(managers))
+
+
+if __name__ == "__main__":
+    run_worker(
+        connect,
+        log_level=logging.WARNING,
         stage_types=os.environ["CHAOS_STAGE_TYPES"].split(","),
         handler=handle,
         concurrency=4,
         lease=timedelta(seconds=2),
         heartbeat_interval=timedelta(milliseconds=500),
-        poll_backoff=Backoff(
-            initial=timedelta(milliseconds=20), maximum=timedelta(milliseconds=200)
-        ),
+        poll_ms=(20, 200),
         name=f"chaos-{os.getpid()}",
     )
-    try:
-        await worker.run()
-    finally:
-        await client.aclose()
-
-
-if __name__ == "__main__":
-    logging.basicConfig(level=logging.WARNING)
-    asyncio.run(main())

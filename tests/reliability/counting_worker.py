@@ -7,15 +7,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import logging
 import os
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from jobnik_sdk import Backoff, JobnikClient, TaskContext, Worker
+from jobnik_sdk import JobnikClient, TaskContext
+
+from ..support.worker_main import run_worker
 
 
 class CountingTransport(httpx.AsyncHTTPTransport):
@@ -37,27 +37,15 @@ async def handle(data: dict[str, Any], ctx: TaskContext) -> None:
     await asyncio.sleep(float(data.get("seconds", 0)))
 
 
-async def main(transport: CountingTransport) -> None:
-    client = JobnikClient(os.environ["COUNTING_MANAGER"], transport=transport)
-    worker = Worker(
-        client,
-        stage_types=os.environ["COUNTING_STAGE_TYPE"],
-        handler=handle,
-        concurrency=int(os.environ.get("COUNTING_CONCURRENCY", "8")),
-        poll_backoff=Backoff(
-            initial=timedelta(milliseconds=50), maximum=timedelta(milliseconds=500)
-        ),
-    )
-    try:
-        await worker.run()
-    finally:
-        await client.aclose()
-
-
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
     counting = CountingTransport()
     try:
-        asyncio.run(main(counting))
+        run_worker(
+            lambda: JobnikClient(os.environ["COUNTING_MANAGER"], transport=counting),
+            stage_types=os.environ["COUNTING_STAGE_TYPE"],
+            handler=handle,
+            concurrency=int(os.environ.get("COUNTING_CONCURRENCY", "8")),
+            poll_ms=(50, 500),
+        )
     finally:
         Path(os.environ["COUNTING_OUT"]).write_text(json.dumps(dict(counting.counts)))

@@ -7,7 +7,6 @@ the first whose answer asked to cancel that task."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import time
 from collections.abc import Sequence
@@ -15,7 +14,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from jobnik_sdk import Backoff, HeartbeatOutcome, JobnikClient, TaskContext, TaskHeartbeat, Worker
+from jobnik_sdk import HeartbeatOutcome, JobnikClient, TaskContext, TaskHeartbeat
+
+from ..support.worker_main import run_worker
 
 MARKERS = Path(os.environ.get("MARKER_DIR", "."))
 
@@ -50,28 +51,16 @@ async def handle(data: dict[str, Any], ctx: TaskContext) -> None:
     mark(ctx.task.id, "finished")
 
 
-async def main() -> None:
-    client = NumberedHeartbeats(os.environ["MARKER_MANAGER"])
-    worker = Worker(
-        client,
+if __name__ == "__main__":
+    run_worker(
+        lambda: NumberedHeartbeats(os.environ["MARKER_MANAGER"]),
         stage_types=os.environ["MARKER_STAGE_TYPES"].split(","),
         handler=handle,
         concurrency=int(os.environ.get("MARKER_CONCURRENCY", "1")),
         lease=timedelta(seconds=float(os.environ.get("MARKER_LEASE", "2"))),
         heartbeat_interval=timedelta(seconds=float(os.environ.get("MARKER_HEARTBEAT", "0.5"))),
-        poll_backoff=Backoff(
-            initial=timedelta(milliseconds=50), maximum=timedelta(milliseconds=200)
-        ),
+        poll_ms=(50, 200),
         name=os.environ.get("MARKER_NAME"),
         amqp_url=os.environ.get("MARKER_AMQP") or None,
         shutdown_grace=timedelta(seconds=float(os.environ.get("MARKER_GRACE", "30"))),
     )
-    try:
-        await worker.run()
-    finally:
-        await client.aclose()
-
-
-if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
-    asyncio.run(main())

@@ -61,6 +61,24 @@ async def until(probe: Any, what: str, seconds: float = 60) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def until_marked(markers: Path, event: str, count: int = 1) -> dict[str, float]:
+    """Wait until exactly `count` tasks have left a marker of this event; return them."""
+
+    async def probe() -> dict[str, float] | None:
+        found = markers_of(markers, event)
+        return found if len(found) == count else None
+
+    return await until(probe, f"{count} task(s) {event}")  # type: ignore[no-any-return]
+
+
+async def until_task_completed(http: httpx.AsyncClient, task_id: str) -> dict[str, Any]:
+    async def completed() -> dict[str, Any] | None:
+        task = (await http.get(f"/v1/tasks/{task_id}")).json()
+        return task if task["status"] == "COMPLETED" else None
+
+    return await until(completed, "the task to complete")  # type: ignore[no-any-return]
+
+
 async def job_with_tasks(
     http: httpx.AsyncClient, stage_type: str, seconds: list[float], **task: Any
 ) -> dict[str, Any]:
@@ -80,9 +98,42 @@ async def job_with_tasks(
     return response.json()  # type: ignore[no-any-return]
 
 
+async def one_task_running(
+    stack: ExitStack,
+    http: httpx.AsyncClient,
+    kind: str,
+    markers: Path,
+    worker: str,
+    max_attempts: int,
+    **env: str,
+) -> tuple[str, str, subprocess.Popen[bytes]]:
+    """A job of one 3 s task of `kind`, started by a new marker worker named `worker`: the
+    job's id, the task's, and the worker process."""
+    job = await job_with_tasks(http, kind, [3], maxAttempts=max_attempts)
+    proc = stack.enter_context(marker_worker(str(http.base_url), kind, markers, worker, **env))
+    await until_marked(markers, "started")
+    return job["id"], job["stages"][0]["tasks"][0]["id"], proc
+
+
 async def events(http: httpx.AsyncClient, job_id: str) -> list[dict[str, Any]]:
     response = await http.get(f"/v1/jobs/{job_id}/events", params={"page_size": 1000})
     return response.json()["items"]  # type: ignore[no-any-return]
+
+
+async def handed_over(
+    http: httpx.AsyncClient, job_id: str, task_id: str, first: str, second: str
+) -> list[dict[str, Any]]:
+    """The task's events, checked to be those of a task that worker `first` ran and
+    handed back (or lost), and worker `second` completed; returned for a closer look."""
+    log = [e for e in await events(http, job_id) if e.get("taskId") == task_id]
+    assert [(e["fromStatus"], e["toStatus"], e["worker"]) for e in log] == [
+        (None, "PENDING", None),
+        ("PENDING", "IN_PROGRESS", first),
+        ("IN_PROGRESS", "RETRIED", first),
+        ("RETRIED", "IN_PROGRESS", second),
+        ("IN_PROGRESS", "COMPLETED", second),
+    ]
+    return log
 
 
 async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused(
@@ -92,24 +143,16 @@ async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused
     with ExitStack() as stack:
         url = stack.enter_context(manager_process(pg_db.url, JOBNIK_MAINTENANCE_INTERVAL="0.5"))
         async with httpx.AsyncClient(base_url=url) as http:
-            job = await job_with_tasks(http, kind, [3], maxAttempts=3)
-            task_id = job["stages"][0]["tasks"][0]["id"]
-            victim = stack.enter_context(
-                marker_worker(url, kind, tmp_path, "victim", MARKER_LEASE="2")
+            job_id, task_id, victim = await one_task_running(
+                stack, http, kind, tmp_path, "victim", max_attempts=3, MARKER_LEASE="2"
             )
-            await until(lambda: asyncio.sleep(0, markers_of(tmp_path, "started")), "a start")
             held = (await http.get(f"/v1/tasks/{task_id}")).json()
             assert held["worker"] == "victim" and held["status"] == "IN_PROGRESS"
             victim.send_signal(signal.SIGKILL)
             victim.wait()
 
             stack.enter_context(marker_worker(url, kind, tmp_path, "rescuer", MARKER_LEASE="2"))
-
-            async def completed() -> dict[str, Any] | None:
-                task = (await http.get(f"/v1/tasks/{task_id}")).json()
-                return task if task["status"] == "COMPLETED" else None
-
-            done = await until(completed, "the task to complete")
+            done = await until_task_completed(http, task_id)
             assert done["worker"] == "rescuer" and done["attempts"] == 1
             late = await http.put(
                 f"/v1/tasks/{task_id}/status",
@@ -117,14 +160,7 @@ async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused
             )
             assert late.status_code == 409 and late.json()["code"] == "LEASE_LOST"
 
-            log = [e for e in await events(http, job["id"]) if e.get("taskId") == task_id]
-            assert [(e["fromStatus"], e["toStatus"], e["worker"]) for e in log] == [
-                (None, "PENDING", None),
-                ("PENDING", "IN_PROGRESS", "victim"),
-                ("IN_PROGRESS", "RETRIED", "victim"),
-                ("RETRIED", "IN_PROGRESS", "rescuer"),
-                ("IN_PROGRESS", "COMPLETED", "rescuer"),
-            ]
+            log = await handed_over(http, job_id, task_id, "victim", "rescuer")
             assert log[2]["reason"] == "lease expired"
             # Reaped once its lease had run out, not before.
             expiry = datetime.fromisoformat(held["leaseExpiresAt"])
@@ -143,12 +179,9 @@ async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
     with ExitStack() as stack:
         url = stack.enter_context(manager_process(pg_db.url))
         async with httpx.AsyncClient(base_url=url) as http:
-            job = await job_with_tasks(http, kind, [3], maxAttempts=1)
-            task_id = job["stages"][0]["tasks"][0]["id"]
-            leaving = stack.enter_context(
-                marker_worker(url, kind, tmp_path, "leaving", MARKER_GRACE="0.5")
+            job_id, task_id, leaving = await one_task_running(
+                stack, http, kind, tmp_path, "leaving", max_attempts=1, MARKER_GRACE="0.5"
             )
-            await until(lambda: asyncio.sleep(0, markers_of(tmp_path, "started")), "a start")
             leaving.send_signal(signal.SIGTERM)
             # It exits of itself once the grace period is over, well before the handler's
             # own end; the bound only keeps a failing test from hanging.
@@ -157,22 +190,10 @@ async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
             assert task_id not in markers_of(tmp_path, "finished")
 
             stack.enter_context(marker_worker(url, kind, tmp_path, "staying"))
-
-            async def completed() -> dict[str, Any] | None:
-                task = (await http.get(f"/v1/tasks/{task_id}")).json()
-                return task if task["status"] == "COMPLETED" else None
-
-            done = await until(completed, "the task to complete")
+            done = await until_task_completed(http, task_id)
             assert done["worker"] == "staying" and done["attempts"] == 0
-            assert (await http.get(f"/v1/jobs/{job['id']}")).json()["status"] == "COMPLETED"
-            log = [e for e in await events(http, job["id"]) if e.get("taskId") == task_id]
-            assert [(e["fromStatus"], e["toStatus"], e["worker"]) for e in log] == [
-                (None, "PENDING", None),
-                ("PENDING", "IN_PROGRESS", "leaving"),
-                ("IN_PROGRESS", "RETRIED", "leaving"),
-                ("RETRIED", "IN_PROGRESS", "staying"),
-                ("IN_PROGRESS", "COMPLETED", "staying"),
-            ]
+            assert (await http.get(f"/v1/jobs/{job_id}")).json()["status"] == "COMPLETED"
+            log = await handed_over(http, job_id, task_id, "leaving", "staying")
             assert log[2]["reason"].startswith("handed back")
     await assert_invariants(pg_db)
 
@@ -188,19 +209,10 @@ async def test_abort_reaches_running_handlers_within_one_heartbeat(
             stack.enter_context(
                 marker_worker(url, kind, tmp_path, "w", MARKER_CONCURRENCY="4", MARKER_LEASE="5")
             )
-            started = await until(
-                lambda: asyncio.sleep(0, len(markers_of(tmp_path, "started")) == 4 or None),
-                "four running handlers",
-            )
-            assert started
+            await until_marked(tmp_path, "started", 4)
             response = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
             assert response.status_code == 200
-            cancelled = await until(
-                lambda: asyncio.sleep(
-                    0, ((c := markers_of(tmp_path, "cancelled")) and len(c) == 4 and c) or None
-                ),
-                "four cancellations",
-            )
+            cancelled = await until_marked(tmp_path, "cancelled", 4)
             # The first heartbeat whose answer asked to cancel them cancelled all four
             # handlers, before another heartbeat was answered.
             asked = markers_of(tmp_path, "cancel-asked")
@@ -256,10 +268,7 @@ async def test_pause_lets_running_tasks_finish_and_resume_completes_the_job(
             stack.enter_context(
                 marker_worker(url, f"{first},{second}", tmp_path, "w", MARKER_CONCURRENCY="3")
             )
-            await until(
-                lambda: asyncio.sleep(0, len(markers_of(tmp_path, "started")) == 3 or None),
-                "three running handlers",
-            )
+            await until_marked(tmp_path, "started", 3)
             paused = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "PAUSED"})
             assert paused.status_code == 200
 

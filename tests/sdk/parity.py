@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from jobnik_manager.clock import ManualClock
@@ -50,10 +50,16 @@ async def outcome(client: JobnikClient, job_ids: list[uuid.UUID]) -> dict[str, A
     for j, job_id in enumerate(job_ids, start=1):
         job = await client.get_job(job_id)
         names[job.id] = f"J{j}"
-        state[f"J{j}"] = (job.status, job.percentage, job.priority)
         for stage in await client.get_job_stages(job_id, with_tasks=True):
             stage_name = names[stage.id] = f"J{j}.S{stage.order}"
-            state[stage_name] = (stage.status, stage.percentage, stage.summary)
+            state[stage_name] = (
+                stage.status,
+                stage.percentage,
+                stage.summary,
+                stage.reason,
+                stage.partial,
+                _span(stage.start_time, stage.end_time),
+            )
             for t, task in enumerate(stage.tasks or (), start=1):
                 names[task.id] = f"{stage_name}.T{t}"
                 state[names[task.id]] = (
@@ -66,11 +72,27 @@ async def outcome(client: JobnikClient, job_ids: list[uuid.UUID]) -> dict[str, A
                     task.not_before is not None,
                     task.user_metadata,
                 )
+        state[f"J{j}"] = (
+            job.status,
+            job.percentage,
+            job.priority,
+            job.reason,
+            job.partial,
+            names.get(job.failed_task_id) if job.failed_task_id else None,
+            names.get(job.failed_stage_id) if job.failed_stage_id else None,
+            _span(job.start_time, job.end_time),
+        )
     histories = {
         names[job_id]: _history([e async for e in client.iter_events(job_id)], names)
         for job_id in job_ids
     }
     return {"state": state, "events": histories}
+
+
+def _span(start: datetime | None, end: datetime | None) -> tuple[bool, bool]:
+    """Whether it started and ended (the two clocks' times differ; their order does not)."""
+    assert start is None or end is None or start <= end
+    return start is not None, end is not None
 
 
 EventRow = tuple[str, str, str | None, str, int | None, str | None, str | None, str | None]

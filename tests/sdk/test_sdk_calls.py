@@ -13,7 +13,6 @@ from jobnik_sdk import (
     ApiError,
     IllegalTransitionError,
     Job,
-    JobnikClient,
     JobnikValidationError,
     JobStatus,
     NewStage,
@@ -24,11 +23,9 @@ from jobnik_sdk import (
     TaskStatus,
     WaitTimeoutError,
 )
-from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
-
-Surface = JobnikClient | FakeJobnik
+from .conftest import Surface
 
 
 async def test_create_job_with_stages_and_tasks_in_one_call(surface: Surface) -> None:

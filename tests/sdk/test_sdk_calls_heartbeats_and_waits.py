@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobnik_sdk import (
-    JobnikClient,
     JobnikValidationError,
     JobStatus,
     NewStage,
@@ -18,11 +17,9 @@ from jobnik_sdk import (
     TaskHeartbeat,
     TaskStatus,
 )
-from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
-
-Surface = JobnikClient | FakeJobnik
+from .conftest import Surface
 
 
 async def test_heartbeat_many_answers_each_lease_on_its_own(surface: Surface) -> None:

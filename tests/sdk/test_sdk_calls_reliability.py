@@ -14,7 +14,6 @@ from jobnik_manager.clock import ManualClock
 from jobnik_sdk import (
     ConflictError,
     IllegalTransitionError,
-    JobnikClient,
     JobnikValidationError,
     JobStatus,
     LeaseLostError,
@@ -26,11 +25,10 @@ from jobnik_sdk import (
     TaskRetryPolicy,
     TaskStatus,
 )
-from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
+from .conftest import Surface
 
-Surface = JobnikClient | FakeJobnik
 SLACK = timedelta(seconds=5)
 
 

@@ -131,21 +131,32 @@ def on(server: ScriptedManager) -> httpx.ASGITransport:
     return httpx.ASGITransport(app=server)
 
 
-async def test_503_twice_then_an_answer_succeeds_on_the_third_request() -> None:
-    server = ScriptedManager([503, 503], JOB)
-    async with client_for(on(server)) as client:
-        job = await client.get_job(JOB["id"])
-    assert str(job.id) == JOB["id"]
-    assert server.count == 3
+def _get_job(client: JobnikClient) -> Awaitable[Any]:
+    return client.get_job(JOB["id"])
 
 
-async def test_gateway_errors_on_a_report_are_retried() -> None:
-    server = ScriptedManager([502, 504], TASK)
+def _complete(client: JobnikClient) -> Awaitable[Any]:
+    return client.complete(TASK["id"])
+
+
+@pytest.mark.parametrize(
+    ("script", "call", "answer", "method"),
+    [
+        pytest.param([503, 503], _get_job, JOB, "GET", id="get-503-twice"),
+        pytest.param([502, 504], _complete, TASK, "PUT", id="report-502-then-504"),
+    ],
+)
+async def test_unavailable_answers_are_retried_until_one_comes_through(
+    script: list[int],
+    call: Callable[[JobnikClient], Awaitable[Any]],
+    answer: dict[str, Any],
+    method: str,
+) -> None:
+    server = ScriptedManager(script, answer)
     async with client_for(on(server)) as client:
-        task = await client.complete(TASK["id"])
-    assert str(task.id) == TASK["id"]
-    assert server.count == 3
-    assert server.methods == ["PUT"] * 3
+        got = await call(client)
+    assert str(got.id) == answer["id"]
+    assert server.methods == [method] * 3
 
 
 async def test_retries_are_bounded() -> None:
@@ -285,44 +296,45 @@ async def test_dequeue_is_not_retried_once_it_may_have_reached_the_server() -> N
     assert server.count == 1
 
 
-async def test_dequeue_is_not_retried_after_a_read_timeout() -> None:
-    server = ScriptedManager([], TASK)
-    transport = FailFirst(on(server), httpx.ReadTimeout, times=1)
+def _dequeue(client: JobnikClient) -> Awaitable[Any]:
+    return client.dequeue("tiles")
+
+
+def _create(client: JobnikClient) -> Awaitable[Any]:
+    return client.create_job("created")  # no idempotency key
+
+
+@pytest.mark.parametrize(
+    ("call", "answer", "error", "times", "repeated"),
+    [
+        pytest.param(_dequeue, TASK, httpx.ReadTimeout, 1, False, id="dequeue-read-timeout"),
+        pytest.param(_dequeue, TASK, httpx.ConnectError, 2, True, id="dequeue-connect-error"),
+        pytest.param(_create, JOB, httpx.ReadTimeout, 1, False, id="unkeyed-post-read-timeout"),
+        pytest.param(_create, JOB, httpx.ConnectError, 1, True, id="unkeyed-post-connect-error"),
+        pytest.param(_get_job, JOB, httpx.ReadTimeout, 2, True, id="get-read-timeout"),
+    ],
+)
+async def test_transport_failures_are_repeated_only_where_it_is_safe(
+    call: Callable[[JobnikClient], Awaitable[Any]],
+    answer: dict[str, Any],
+    error: type[httpx.TransportError],
+    times: int,
+    repeated: bool,
+) -> None:
+    """A request that never reached the server (a connect error) may always go again; one
+    that may have (a read timeout) only if repeating it is harmless: not a dequeue, which
+    would claim another task, nor a POST without an idempotency key."""
+    server = ScriptedManager([], answer)
+    transport = FailFirst(on(server), error, times=times)
     async with client_for(transport) as client:
-        with pytest.raises(JobnikTransportError) as failed:
-            await client.dequeue("tiles")
-    assert isinstance(failed.value.__cause__, httpx.ReadTimeout)
-    assert transport.raised == 1 and server.count == 0
-
-
-async def test_dequeue_is_retried_on_connect_errors() -> None:
-    server = ScriptedManager([], TASK)
-    transport = FailFirst(on(server), httpx.ConnectError, times=2)
-    async with client_for(transport) as client:
-        task = await client.dequeue("tiles")
-    assert task is not None and str(task.id) == TASK["id"]
-    assert transport.raised == 2 and server.count == 1
-
-
-async def test_a_post_without_a_key_is_retried_on_connect_errors_only() -> None:
-    server = ScriptedManager([], JOB)
-    connect = FailFirst(on(server), httpx.ConnectError, times=1)
-    async with client_for(connect) as client:
-        await client.create_job("connect")
-    assert server.count == 1
-    timeout = FailFirst(on(server), httpx.ReadTimeout, times=1)
-    async with client_for(timeout) as client:
-        with pytest.raises(JobnikTransportError):
-            await client.create_job("read-timeout")
-    assert server.count == 1
-
-
-async def test_idempotent_calls_are_retried_after_timeouts() -> None:
-    server = ScriptedManager([], JOB)
-    transport = FailFirst(on(server), httpx.ReadTimeout, times=2)
-    async with client_for(transport) as client:
-        await client.get_job(JOB["id"])
-    assert transport.raised == 2 and server.count == 1
+        if repeated:
+            got = await call(client)
+            assert str(got.id) == answer["id"]
+        else:
+            with pytest.raises(JobnikTransportError) as failed:
+                await call(client)
+            assert isinstance(failed.value.__cause__, error)
+    assert (transport.raised, server.count) == (times, 1 if repeated else 0)
 
 
 async def test_an_unreachable_manager_raises_transport_error() -> None:

@@ -37,6 +37,7 @@ from jobnik_sdk._attempt import SHUTDOWN_REASON
 from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
+from ..support.handlers import Held
 
 QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
 DEADLINE = timedelta(seconds=10)
@@ -385,24 +386,14 @@ async def test_shutdown_lets_running_tasks_finish_and_report() -> None:
 
 
 async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_handed_back() -> None:
-    fake = FakeJobnik()
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def stuck(data: dict[str, Any], ctx: TaskContext) -> None:
-        started.set()
-        try:
-            await asyncio.Event().wait()  # never ends of itself
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
+    fake, stuck = FakeJobnik(), Held()
     await one_stage_job(fake, "stuck", NewTask(max_attempts=1))  # its last attempt
     w = worker(fake, "stuck", stuck, shutdown_grace=timedelta(milliseconds=100))
     run = asyncio.create_task(w.run())
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(stuck.started.wait(), 5)
     # Returns only by cancelling the handler once the grace period is over.
     await asyncio.wait_for(w.shutdown(), DEADLINE.total_seconds())
-    assert cancelled.is_set() and run.done()
+    assert stuck.cancelled.is_set() and run.done()
     [task] = (await fake.list_tasks(stage_type="stuck")).items
     # Offered again at once, with its attempt unspent: a restart is not the task's fault.
     assert (task.status, task.attempts, task.not_before) == (TaskStatus.RETRIED, 0, None)
@@ -410,16 +401,10 @@ async def test_tasks_still_running_after_the_grace_period_are_cancelled_and_hand
 
 
 async def test_cancelling_run_still_reports_claimed_tasks() -> None:
-    fake = FakeJobnik()
-    started = asyncio.Event()
-
-    async def stuck(data: dict[str, Any], ctx: TaskContext) -> None:
-        started.set()
-        await asyncio.sleep(60)
-
+    fake, stuck = FakeJobnik(), Held()
     await one_stage_job(fake, "c", NewTask(max_attempts=3))
     run = asyncio.create_task(worker(fake, "c", stuck).run())
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(stuck.started.wait(), 5)
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run

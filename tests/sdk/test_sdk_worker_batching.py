@@ -31,6 +31,8 @@ from jobnik_sdk import (
 from jobnik_sdk._worker import NOT_STARTED_REASON
 from jobnik_sdk.testing import FakeJobnik
 
+from ..support.handlers import Gate, Held
+
 DEADLINE = timedelta(seconds=10)
 GLACIAL = Backoff(initial=timedelta(seconds=30), maximum=timedelta(seconds=60), jitter=0)
 
@@ -112,20 +114,12 @@ async def test_claims_bring_the_job_and_stage_so_none_is_read() -> None:
 
 async def test_tasks_that_start_together_share_one_read_of_their_job_and_stage() -> None:
     fake, count = NoContextFake(), 16
-    running, all_running, release = 0, asyncio.Event(), asyncio.Event()
-
-    async def hold(data: dict[str, Any], ctx: TaskContext) -> None:
-        nonlocal running
-        running += 1
-        if running == count:
-            all_running.set()
-        await release.wait()
-
+    hold = Gate(count)
     job = await one_stage_job(fake, "together", count)
     async with worker(fake, "together", hold, concurrency=count):
-        await asyncio.wait_for(all_running.wait(), DEADLINE.total_seconds())
+        await asyncio.wait_for(hold.all_running.wait(), DEADLINE.total_seconds())
         reads = (fake.calls["get_stage"], fake.calls["get_job"])
-        release.set()
+        hold.release.set()
         done = await fake.wait(job.id, timeout=DEADLINE)
     assert done.status is JobStatus.COMPLETED
     assert reads == (1, 1)
@@ -233,8 +227,8 @@ async def test_a_report_that_cannot_get_through_is_given_up_not_turned_into_a_fa
     # Sent again until the report timeout ran out, then given up; the task keeps its
     # lease (to run out on the manager), and no failed attempt is made of it.
     assert fake.tries >= 2
-    assert "giving up reporting task" in caplog.text
     [task] = (await fake.list_tasks(stage_type="unreported")).items
+    assert f"giving up reporting unreported task {task.id}" in caplog.text
     assert (task.status, task.attempts) == (TaskStatus.IN_PROGRESS, 0)
 
 
@@ -287,22 +281,13 @@ class WithoutBatchHeartbeats(FakeJobnik):
 
 async def test_against_a_manager_without_batch_heartbeats_leases_are_kept_one_by_one() -> None:
     fake = WithoutBatchHeartbeats()
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def long(data: dict[str, Any], ctx: TaskContext) -> None:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
+    long = Held()
     job = await one_stage_job(fake, "beats", 2)
     interval = timedelta(milliseconds=50)
     async with worker(fake, "beats", long, concurrency=2, heartbeat_interval=interval):
-        await asyncio.wait_for(started.wait(), DEADLINE.total_seconds())
+        await asyncio.wait_for(long.started.wait(), DEADLINE.total_seconds())
         await fake.abort(job.id)
-        await asyncio.wait_for(cancelled.wait(), DEADLINE.total_seconds())
+        await asyncio.wait_for(long.cancelled.wait(), DEADLINE.total_seconds())
     assert fake.batch_beats == 1
     assert fake.single_beats >= 2
     tasks = (await fake.list_tasks(stage_type="beats")).items

@@ -16,7 +16,6 @@ from pydantic import BaseModel
 
 from jobnik_sdk import (
     HeartbeatOutcome,
-    JobnikClient,
     JobnikTransportError,
     JobStatus,
     NewStage,
@@ -33,9 +32,10 @@ from jobnik_sdk import (
 from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
+from ..support.handlers import Held
+from .conftest import Surface
 from .test_sdk_worker import QUICK
 
-Surface = JobnikClient | FakeJobnik
 T = TypeVar("T")
 DEADLINE = timedelta(seconds=10)
 POLL = timedelta(milliseconds=20)
@@ -119,26 +119,18 @@ async def test_aborting_the_job_cancels_the_handler_within_a_heartbeat_and_sends
     surface: Surface,
 ) -> None:
     spy, kind = Spy(surface), unique("abort")
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def long(data: dict[str, Any], ctx: TaskContext) -> None:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
+    long = Held()
     created = await one_task(surface, kind, NewTask(max_attempts=2))
     interval = timedelta(milliseconds=300)
     async with worker(spy, kind, long, lease=timedelta(seconds=5), heartbeat_interval=interval):
-        await asyncio.wait_for(started.wait(), 5)
+        await asyncio.wait_for(long.started.wait(), 5)
         stage = await surface.get_stage(created.stage_id)
         await surface.abort(stage.job_id)
         beats_before = len(spy.beats)
-        await asyncio.wait_for(cancelled.wait(), 5)
-        # The next heartbeat hears of it (or one that went out while the abort was made).
-        assert len(spy.beats) - beats_before <= 1
+        await asyncio.wait_for(long.cancelled.wait(), 5)
+        # The next heartbeat hears of it (or one that went out while the abort was made;
+        # on a loaded machine, one more if a beat got no answer in time and went again).
+        assert len(spy.beats) - beats_before <= 2
     assert spy.reports == []
     task = await surface.get_task(created.id)
     assert (task.status, task.attempts) == (TaskStatus.ABORTED, 0)
@@ -148,24 +140,15 @@ async def test_a_lost_lease_cancels_the_handler_and_drops_the_task_quietly(
     surface: Surface, caplog: pytest.LogCaptureFixture
 ) -> None:
     spy, kind = Spy(surface), unique("lost")
-    started, cancelled = asyncio.Event(), asyncio.Event()
-
-    async def long(data: dict[str, Any], ctx: TaskContext) -> None:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
+    long = Held()
     created = await one_task(surface, kind, NewTask(max_attempts=2))
     caplog.set_level(logging.INFO, logger="jobnik_sdk.worker")
     lease, interval = timedelta(seconds=1), timedelta(milliseconds=200)
     async with worker(spy, kind, long, lease=lease, heartbeat_interval=interval):
-        await asyncio.wait_for(started.wait(), 5)
+        await asyncio.wait_for(long.started.wait(), 5)
         # The manager is out of reach for longer than the lease: the claim runs out.
         spy.unreachable_until = time.monotonic() + 1.5
-        await asyncio.wait_for(cancelled.wait(), 5)
+        await asyncio.wait_for(long.cancelled.wait(), 5)
     assert spy.reports == []
     lost = [r for r in caplog.records if "lease was lost" in r.getMessage()]
     assert [r.levelno for r in lost] == [logging.WARNING]
@@ -184,15 +167,17 @@ async def test_heartbeats_keep_a_claim_longer_than_its_lease(surface: Surface) -
     kind = unique("long")
 
     async def slow(data: dict[str, Any], ctx: TaskContext) -> None:
-        await asyncio.sleep(2)
+        await asyncio.sleep(3)  # half as long again as its lease
 
     created = await one_task(surface, kind)
+    # Room for a heartbeat to be slow on a loaded machine (each must be answered within
+    # the lease time left), while still taking several to keep the claim.
     w = worker(
         surface,
         kind,
         slow,
-        lease=timedelta(seconds=1),
-        heartbeat_interval=timedelta(milliseconds=250),
+        lease=timedelta(seconds=2),
+        heartbeat_interval=timedelta(milliseconds=400),
         name="tiler-1",
     )
     async with w:

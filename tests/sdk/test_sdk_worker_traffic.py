@@ -31,6 +31,7 @@ from jobnik_sdk import (
 )
 
 from ..support.api import unique
+from ..support.handlers import Gate
 from .conftest import FAST_RETRY
 
 DEADLINE = timedelta(seconds=10)
@@ -139,24 +140,16 @@ async def test_the_leases_of_running_tasks_are_renewed_in_one_call(
 ) -> None:
     client, sent = manager.client, manager.sent
     kind, count = unique("beats"), 12
-    running, all_running, release = 0, asyncio.Event(), asyncio.Event()
-
-    async def hold(data: dict[str, Any], ctx: TaskContext) -> None:
-        nonlocal running
-        running += 1
-        if running == count:
-            all_running.set()
-        await release.wait()
-
+    hold = Gate(count)
     job = await one_stage_job(client, kind, count)
     interval = timedelta(milliseconds=100)
     options = dict(concurrency=count, lease=timedelta(seconds=5), heartbeat_interval=interval)
     async with worker(manager.worker_client, kind, hold, **options):
         async with asyncio.timeout(DEADLINE.total_seconds()):
-            await all_running.wait()
+            await hold.all_running.wait()
             before = len(sent.of("POST", "/v1/tasks/heartbeats"))
             beats = (await sent.until("POST", "/v1/tasks/heartbeats", before + 3))[before:]
-        release.set()
+        hold.release.set()
         done = await client.wait(job.id, poll_interval=POLL, timeout=DEADLINE)
     assert done.status is JobStatus.COMPLETED
     for beat in beats:

@@ -44,6 +44,14 @@ class Api:
         tasks = [{"data": {"i": i}, **task_fields} for i in range(n)]
         return await self.call("POST", f"/v1/stages/{stage_id}/tasks", 201, json=tasks)  # type: ignore[no-any-return]
 
+    async def one_stage_job(
+        self, prefix: str, tasks: int = 1
+    ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+        """A job with one stage (of a type named after `prefix`) and its tasks."""
+        job = await self.create_job()
+        stage = await self.create_stage(job["id"], unique(prefix))
+        return job, stage, await self.create_tasks(stage["id"], tasks)
+
     async def dequeue(self, stage_type: str) -> dict[str, Any] | None:
         response = await self.http.patch(f"/v1/stages/{stage_type}/tasks/dequeue")
         if response.status_code == 404:

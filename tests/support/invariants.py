@@ -27,7 +27,9 @@ SUMMARY_COLUMNS = {
 async def assert_invariants(db: Database) -> None:
     """Summaries equal a recount; the claimable flag agrees with task, stage and job
     statuses; final jobs hold no claimable task; completed jobs have only completed
-    stages and tasks."""
+    stages, and tasks completed or cancelled; jobs and stages carry an end time exactly
+    when final, a start time once running, and a failed job its reason and the stage
+    that failed it."""
     async with db.sessions() as s:
         stages = {st.id: st for st in (await s.execute(select(Stage))).scalars()}
         jobs = {j.id: j for j in (await s.execute(select(Job))).scalars()}
@@ -53,7 +55,12 @@ async def assert_invariants(db: Database) -> None:
             assert task.claimable == should, f"task {task.id} claimable={task.claimable}"
             assert task.stage_type == st.type
             if JobStatus(job.status) is JobStatus.COMPLETED:
-                assert task.status == TaskStatus.COMPLETED
+                # Done, or cancelled on its own (which counts as neither done nor failed),
+                # or failed within its stage's allowance (the stage and job are partial).
+                allowed = (TaskStatus.COMPLETED, TaskStatus.ABORTED)
+                if st.partial:
+                    allowed += (TaskStatus.FAILED,)
+                assert task.status in allowed, f"task {task.id} {task.status} in a done job"
         for job in jobs.values():
             if JobStatus(job.status) is JobStatus.COMPLETED:
                 assert all(
@@ -62,3 +69,22 @@ async def assert_invariants(db: Database) -> None:
                     if st.job_id == job.id
                 )
                 assert job.percentage == 100
+        for row in [*jobs.values(), *stages.values()]:
+            final = row.status.is_final
+            assert (row.end_time is not None) == final, f"{row.id} {row.status} ended?"
+            if row.status == "IN_PROGRESS":
+                assert row.start_time is not None, f"{row.id} runs without a start time"
+            if row.start_time is not None and row.end_time is not None:
+                assert row.start_time <= row.end_time
+        for st in stages.values():
+            assert st.failed <= st.allowed_failures or st.status is not StageStatus.COMPLETED
+            assert st.partial == (st.status is StageStatus.COMPLETED and st.failed > 0)
+        for job in jobs.values():
+            done_stages = [st for st in stages.values() if st.job_id == job.id]
+            assert job.partial == (
+                job.status is JobStatus.COMPLETED and any(st.partial for st in done_stages)
+            ), f"job {job.id} partial={job.partial}"
+            if job.status is JobStatus.FAILED:
+                assert job.reason, f"job {job.id} failed, and says not why"
+                if job.failed_stage_id is not None:  # a failure, not a deadline
+                    assert stages[job.failed_stage_id].status is StageStatus.FAILED

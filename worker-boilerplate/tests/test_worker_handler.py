@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from jobnik_sdk import JobStatus, NewStage, NewTask, NonRetryableError, TaskStatus, Worker
-from jobnik_sdk.testing import FakeJobnik, make_context, run_handler
+from jobnik_sdk.testing import FakeJobnik, make_context, run_attempt, run_handler
 from tile_render_worker.handler import Tile, render_tile
 from tile_render_worker.settings import STAGE_TYPE
 
@@ -39,6 +39,34 @@ async def test_refuses_data_that_is_not_a_tile(data: dict[str, object]) -> None:
     # tried again: the same data would fail the same way.
     with pytest.raises(NonRetryableError):
         await run_handler(render_tile, data)
+
+
+async def test_an_attempt_completes_with_the_tile_as_its_result() -> None:
+    # run_attempt runs the handler as the Worker runs an attempt: `outcome` is what the
+    # Worker would report, `progress` and `heartbeats` what it would send.
+    run = await run_attempt(render_tile, {"x": 3, "y": 5, "zoom": 4}, stage_type=STAGE_TYPE)
+    assert run.outcome is not None and run.outcome.status is TaskStatus.COMPLETED
+    assert run.outcome.result == {"tile": "4/3/5"}
+    assert [p.percentage for p in run.progress] == [100]
+
+
+async def test_a_tile_off_the_map_fails_for_good() -> None:
+    run = await run_attempt(render_tile, {"x": 9, "y": 0, "zoom": 1}, max_attempts=3)
+    assert run.outcome is not None
+    assert (run.outcome.status, run.outcome.retryable) == (TaskStatus.FAILED, False)
+
+
+async def test_stops_when_its_job_is_aborted() -> None:
+    # The manager answers the first heartbeat that the job was aborted: the Worker
+    # cancels the handler, which stops before writing anything, and reports nothing.
+    run = await run_attempt(
+        render_tile,
+        {"x": 0, "y": 0, "zoom": 0},
+        abort_at_heartbeat=1,
+        heartbeat_interval=timedelta(milliseconds=20),  # beats while the tile renders
+    )
+    assert (run.cancelled, run.outcome) == ("its job was aborted", None)
+    assert run.progress == [] and "tile" not in run.context.user_metadata
 
 
 async def test_can_be_called_directly_with_a_context() -> None:

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
+from ._consumer import ConsumerClient
+from ._context import TaskContext
 from ._exceptions import NonRetryableError, RetryLaterError
-from ._models import Task, TaskStatus
+from ._handler import Handler
+from ._logs import Log, TaskIds, task_logging
+from ._models import Job, Stage, Task, TaskStatus
 from ._reports import MAX_REASON, TaskReport
 
 SHUTDOWN_REASON = "handed back: the worker shut down while it ran"
@@ -45,41 +50,120 @@ class Outcome:
         )
 
 
-def bad_result(task: Task, reason: str, log: logging.Logger) -> Outcome:
+def bad_result(task: Task, reason: str, log: Log, ids: TaskIds | None = None) -> Outcome:
     """FAILED for good: the same handler would build the same result again, so another
     attempt cannot help."""
-    log.error("task %s: %s", task.id, reason)
+    ids = ids or TaskIds(task.id)
+    log.error("%s: %s", ids.name, reason, extra=ids.extra)
     return Outcome(TaskStatus.FAILED, reason=reason[:MAX_REASON], retryable=False)
+
+
+class Progress(NamedTuple):
+    """What a handler last said of how far it got."""
+
+    percentage: int
+    message: str | None = None
 
 
 class Attempt:
     """A claimed task while its handler runs: the progress for its next heartbeat, and
     whether it was dropped (aborted, or its lease lost), which leaves it unreported."""
 
-    def __init__(self, task: Task, *, log: logging.Logger, on_progress: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        task: Task,
+        *,
+        log: Log,
+        on_progress: Callable[[], None],
+        stage: Stage | None = None,
+    ) -> None:
         self.task = task
+        # The attempt's lines name the task, and its job and stage type once known.
+        self.ids = TaskIds(task.id)
+        if stage is not None:
+            self.knows(stage)
         self.handler: asyncio.Task[Any] | None = None
         self.dropped: str | None = None
         self._log = log
         self._on_progress = on_progress
-        self._progress: int | None = None
-        self._sent_progress: int | None = None
+        self._progress: Progress | None = None
+        self._sent_progress: Progress | None = None
+        self._time_limit: asyncio.TimerHandle | None = None
+        if task.timeout_seconds is not None:
+            # The manager fails the attempt once it has run that long (from the claim):
+            # stop the handler then, rather than at the next heartbeat that hears of it.
+            self._time_limit = asyncio.get_running_loop().call_later(
+                task.timeout_seconds, self._time_is_up
+            )
+
+    def knows(self, stage: Stage) -> None:
+        """The task's stage is known: its lines name the job and stage type from now on."""
+        self.ids = TaskIds(self.task.id, stage.job_id, stage.type)
+
+    # ---- running the handler ------------------------------------------------------------
+
+    def context(
+        self,
+        job: Job,
+        stage: Stage,
+        client: ConsumerClient,
+        *,
+        logger: logging.Logger | None = None,
+    ) -> TaskContext:
+        """The handler's context: its progress goes to this attempt's heartbeats."""
+        self.knows(stage)
+        return TaskContext(
+            task=self.task,
+            job=job,
+            stage=stage,
+            client=client,
+            logger=logger,
+            on_progress=self.record_progress,
+        )
+
+    async def run(
+        self, handler: Handler[Any], bind: Callable[[Task], Any], ctx: TaskContext
+    ) -> Any:
+        """Bind the task's data and await the handler, with the task as the current one
+        for logging (see `_logs`) throughout. Its ending is read by `outcome`."""
+        with task_logging(self.ids):
+            data = bind(self.task)
+            ctx.logger.info("started (attempt %d of %d)", ctx.attempt, self.task.max_attempts)
+            began = time.monotonic()
+            result = await handler(data, ctx)
+            ctx.logger.info("done in %.2fs", time.monotonic() - began)
+            return result
 
     # ---- while the handler runs ---------------------------------------------------------
 
-    def record_progress(self, percentage: int) -> None:
-        """Have the next heartbeat, sent early for it, carry `percentage`."""
-        self._progress = percentage
+    def record_progress(self, percentage: int, message: str | None = None) -> None:
+        """Have the next heartbeat, sent early for it, carry `percentage` (and
+        `message`)."""
+        self._progress = Progress(percentage, message)
         self._on_progress()
 
     @property
-    def unsent_progress(self) -> int | None:
+    def progress(self) -> Progress | None:
+        """What the handler last said of how far it got, if anything."""
+        return self._progress
+
+    @property
+    def unsent_progress(self) -> Progress | None:
         """Progress that no heartbeat has carried yet, if any."""
         return self._progress if self._progress != self._sent_progress else None
 
-    def progress_sent(self, percentage: int) -> None:
-        """A heartbeat carrying `percentage` was answered."""
-        self._sent_progress = percentage
+    def progress_sent(self, progress: Progress) -> None:
+        """A heartbeat carrying `progress` was answered."""
+        self._sent_progress = progress
+
+    def _time_is_up(self) -> None:
+        if self.dropped is None and (self.handler is None or not self.handler.done()):
+            self.drop(logging.WARNING, "it ran past its time limit")
+
+    def ended(self) -> None:
+        """The handler is done (or will not run): no time limit to keep any more."""
+        if self._time_limit is not None:
+            self._time_limit.cancel()
 
     def drop(self, level: int, why: str) -> None:
         """Cancel the handler and leave the task unreported."""
@@ -89,11 +173,22 @@ class Attempt:
             self.handler.cancel()
         self._log.log(
             level,
-            "task %s: %s; %s and the task is left unreported",
-            self.task.id,
+            "%s: %s; %s and the task is left unreported",
+            self.name,
             why,
             "its handler is cancelled" if running else "its handler had finished",
+            extra=self.extra,
         )
+
+    @property
+    def name(self) -> str:
+        """The task, and its job and stage type once known, as log lines name them."""
+        return self.ids.name
+
+    @property
+    def extra(self) -> dict[str, str]:
+        """The ids a log record about the task carries as attributes."""
+        return self.ids.extra
 
     # ---- once it has ended --------------------------------------------------------------
 
@@ -111,17 +206,17 @@ class Attempt:
         exc = handler.exception()
         if exc is None:
             return self._completed(handler.result())
-        where = f"task {self.task.id} (attempt {self.task.attempts + 1} of "
-        where += f"{self.task.max_attempts})"
+        where = f"{self.name} (attempt {self.task.attempts + 1} of {self.task.max_attempts})"
+        extra = self.extra
         if isinstance(exc, NonRetryableError):
-            self._log.error("%s failed and must not be retried: %s", where, exc)
+            self._log.error("%s failed and must not be retried: %s", where, exc, extra=extra)
             message = str(exc) or type(exc).__name__
             return Outcome(TaskStatus.FAILED, reason=message[:MAX_REASON], retryable=False)
         if isinstance(exc, RetryLaterError):
-            self._log.info("%s is handed back for %s: %s", where, exc.delay, exc)
+            self._log.info("%s is handed back for %s: %s", where, exc.delay, exc, extra=extra)
             later = exc.reason[:MAX_REASON] if exc.reason else None
             return Outcome(TaskStatus.RETRIED, reason=later, delay=exc.delay)
-        self._log.error("%s failed", where, exc_info=exc)
+        self._log.error("%s failed", where, exc_info=exc, extra=extra)
         return Outcome(TaskStatus.FAILED, reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON])
 
     def _completed(self, value: object) -> Outcome:
@@ -130,10 +225,11 @@ class Attempt:
         if not isinstance(value, BaseModel | Mapping):
             # Handlers used to have their return value ignored; keep completing them.
             self._log.warning(
-                "task %s: the handler returned a %s, not a dict or a pydantic model; "
+                "%s: the handler returned a %s, not a dict or a pydantic model; "
                 "the task is completed without a result",
-                self.task.id,
+                self.name,
                 type(value).__name__,
+                extra=self.extra,
             )
             return Outcome(TaskStatus.COMPLETED)
         try:
@@ -142,7 +238,9 @@ class Attempt:
             else:
                 result = _JSON_OBJECT.dump_python(dict(value), mode="json")
         except PydanticSerializationError as exc:
-            return bad_result(self.task, f"the handler's result is not JSON: {exc}", self._log)
+            reason = f"the handler's result is not JSON: {exc}"
+            return bad_result(self.task, reason, self._log, self.ids)
         if not isinstance(result, dict):
-            return bad_result(self.task, "the handler's result is not a JSON object", self._log)
+            reason = "the handler's result is not a JSON object"
+            return bad_result(self.task, reason, self._log, self.ids)
         return Outcome(TaskStatus.COMPLETED, result=result)

@@ -3,12 +3,12 @@ groups taken in turn, and a long poll while nothing is ready when the manager ta
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from ._consumer import ConsumerClient
 from ._exceptions import ApiError, JobnikTransportError, JobnikValidationError
+from ._logs import Log
 from ._models import Job, Stage, Task
 
 # What one batch claim may ask for, by the manager's limits.
@@ -34,7 +34,7 @@ class Claimer:
         lease: timedelta,
         name: str,
         wait: timedelta,
-        log: logging.Logger,
+        log: Log,
         on_context: Callable[[list[Stage], list[Job]], None] = lambda stages, jobs: None,
     ) -> None:
         self._client = client

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from ._exceptions import NotFoundError
 from ._http import Http
-from ._models import EntityId, Job, Stage, Task, _Wire, seconds
+from ._models import EntityId, Event, EventLevel, Job, Stage, Task, _Wire, seconds
 from ._reports import (
     HeartbeatAnswer,
     HeartbeatOutcome,
@@ -144,10 +144,12 @@ class ConsumerCalls:
         lease_id: EntityId,
         *,
         progress: int | None = None,
+        message: str | None = None,
         lease: timedelta | None = None,
     ) -> HeartbeatAnswer:
         """Extend the task's lease by `lease` (by default, the length it was taken for),
-        and record `progress` (0 to 100) on the task.
+        and record `progress` (0 to 100) and `message` (what the work is at, in words) on
+        the task.
 
         Raises LeaseLostError when the lease is no longer the task's. When the answer's
         `cancel_requested` is True the task was aborted: stop, and do not report it.
@@ -155,6 +157,8 @@ class ConsumerCalls:
         body: dict[str, Any] = {"leaseId": str(lease_id)}
         if progress is not None:
             body["progress"] = progress
+        if message is not None:
+            body["message"] = message
         if lease is not None:
             body["leaseSeconds"] = seconds(lease)
         response = await self._http.request(
@@ -177,6 +181,28 @@ class ConsumerCalls:
             "POST", "/v1/tasks/heartbeats", json=body, repeatable=True
         )
         return _Renewed.model_validate_json(response.content).items
+
+    async def add_task_event(
+        self,
+        task_id: EntityId,
+        name: str,
+        *,
+        lease_id: EntityId | None = None,
+        message: str | None = None,
+        level: EventLevel = "info",
+        fields: Mapping[str, Any] | None = None,
+    ) -> Event:
+        """Add an entry to the task's job history (`list_events` answers it among the
+        status changes). While the task runs, only under its lease (`lease_id`)."""
+        body: dict[str, Any] = {"name": name, "level": level}
+        if lease_id is not None:
+            body["leaseId"] = str(lease_id)
+        if message is not None:
+            body["message"] = message
+        if fields is not None:
+            body["fields"] = dict(fields)
+        response = await self._http.request("POST", f"/v1/tasks/{task_id}/events", json=body)
+        return Event.model_validate(response.json())
 
     async def complete(
         self,
@@ -299,6 +325,7 @@ class ConsumerClient(Protocol):
         lease_id: EntityId,
         *,
         progress: int | None = None,
+        message: str | None = None,
         lease: timedelta | None = None,
     ) -> HeartbeatAnswer:
         """Extend the task's lease; learn whether it was aborted."""
@@ -308,6 +335,19 @@ class ConsumerClient(Protocol):
         self, heartbeats: Sequence[TaskHeartbeat], *, lease: timedelta | None = None
     ) -> list[HeartbeatOutcome]:
         """Extend many leases at once; learn of each whether it was aborted or lost."""
+        ...
+
+    async def add_task_event(
+        self,
+        task_id: EntityId,
+        name: str,
+        *,
+        lease_id: EntityId | None = None,
+        message: str | None = None,
+        level: EventLevel = "info",
+        fields: Mapping[str, Any] | None = None,
+    ) -> Event:
+        """Add an entry to the task's job history."""
         ...
 
     async def complete(

@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping, MutableMapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ._models import Job, Stage, Task
+from ._logs import TaskIds
+from ._models import Event, EventLevel, Job, Stage, Task
 
 if TYPE_CHECKING:
     from ._consumer import ConsumerClient
@@ -16,10 +17,13 @@ PROGRESS_KEY = "progress"
 
 
 class _TaskLogger(logging.LoggerAdapter[logging.Logger]):
+    def __init__(self, logger: logging.Logger, ids: TaskIds) -> None:
+        super().__init__(logger, ids.extra)
+        self._ids = ids
+
     def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
-        extra = dict(self.extra or {})
-        kwargs["extra"] = {**extra, **kwargs.get("extra", {})}
-        return f"[{extra.get('stage_type')} task {extra.get('task_id')}] {msg}", kwargs
+        kwargs["extra"] = {**(self.extra or {}), **kwargs.get("extra", {})}
+        return f"[{self._ids.name}] {msg}", kwargs
 
 
 class TaskContext:
@@ -40,14 +44,14 @@ class TaskContext:
         stage: Stage,
         client: ConsumerClient,
         logger: logging.Logger | None = None,
-        on_progress: Callable[[int], None] | None = None,
+        on_progress: Callable[[int, str | None], None] | None = None,
     ) -> None:
         self.task = task
         self.job = job
         self.stage = stage
         self.logger: logging.LoggerAdapter[logging.Logger] = _TaskLogger(
             logger or logging.getLogger("jobnik_sdk.handler"),
-            {"task_id": str(task.id), "job_id": str(job.id), "stage_type": stage.type},
+            TaskIds(task.id, job.id, stage.type),
         )
         self._client = client
         self._on_progress = on_progress
@@ -69,16 +73,36 @@ class TaskContext:
         await self._client.set_task_user_metadata(self.task.id, new)
         self._user_metadata = new
 
-    async def update_progress(self, percentage: int, **details: Any) -> None:
-        """Record how far the handler got (0..100).
+    async def update_progress(
+        self, percentage: int, *, message: str | None = None, **details: Any
+    ) -> None:
+        """Record how far the handler got (0..100), and what it is at in words.
 
-        In a Worker the percentage goes out with the task's next heartbeat, which is
-        sent early for it (within a second), and becomes the task's `progress`. It is
-        also written, as before, to the task's user metadata as `progress` along with
-        any `details`; other metadata keys are kept.
+        In a Worker the percentage (and `message`, up to 500 characters) goes out with
+        the task's next heartbeat, which is sent early for it (within a second), and
+        becomes the task's `progress` (and `progress_message`). The percentage is also
+        written, as before, to the task's user metadata as `progress` along with any
+        `details`; other metadata keys are kept.
         """
         if not 0 <= percentage <= 100:
             raise ValueError("progress is a percentage between 0 and 100")
+        if message is not None and len(message) > 500:
+            raise ValueError("a progress message is at most 500 characters")
         if self._on_progress is not None:
-            self._on_progress(percentage)
+            self._on_progress(percentage, message)
         await self.set_user_metadata({**self._user_metadata, PROGRESS_KEY: percentage, **details})
+
+    async def emit(
+        self, name: str, message: str | None = None, *, level: EventLevel = "info", **fields: Any
+    ) -> Event:
+        """Add an entry to the job's history, beside the status changes: `name`, and
+        optionally a `message`, a `level` (info, warning or error) and `fields` (JSON
+        values, 16 KiB at most). Sent under the task's lease."""
+        return await self._client.add_task_event(
+            self.task.id,
+            name,
+            lease_id=self.task.lease_id,
+            message=message,
+            level=level,
+            fields=fields or None,
+        )

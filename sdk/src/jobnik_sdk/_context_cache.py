@@ -43,6 +43,16 @@ class ContextCache:
         """The job, as read at most `ttl` ago."""
         return await self._read(self._jobs, job_id, lambda: self._client.get_job(job_id))
 
+    def known_stage(self, stage_id: uuid.UUID) -> Stage | None:
+        """The stage if it is kept and read already, without waiting for anything."""
+        entry = self._stages.get(stage_id)
+        if entry is None or entry[0] <= time.monotonic():
+            return None
+        read = entry[1]
+        if not read.done() or read.cancelled() or read.exception() is not None:
+            return None
+        return read.result()
+
     def put(self, stages: list[Stage], jobs: list[Job]) -> None:
         """Keep these, as just read (a claim's answer carries them)."""
         now = time.monotonic()

@@ -16,7 +16,7 @@ from ._exceptions import JobnikTransportError, api_error
 from ._retry import RequestRetryPolicy, replay_for, send_with_retries
 from ._version import __version__
 
-ParamValue = str | int | float | bool | datetime | uuid.UUID | Enum | None
+ParamValue = str | int | float | bool | datetime | uuid.UUID | Enum | list[str] | None
 
 # A worker keeps a handful of calls in flight (a claim, a batch of reports, a batch of
 # heartbeats, its handlers' own calls). httpcore looks at every pooled connection on each
@@ -123,12 +123,15 @@ class Http:
         await self._client.aclose()
 
 
-def _query(params: Mapping[str, ParamValue]) -> dict[str, str]:
-    query: dict[str, str] = {}
+def _query(params: Mapping[str, ParamValue]) -> dict[str, str | list[str]]:
+    """The parameters as the query string has them; a list repeats its parameter."""
+    query: dict[str, str | list[str]] = {}
     for key, value in params.items():
         if value is None:
             continue
-        if isinstance(value, bool):
+        if isinstance(value, list):
+            query[key] = value
+        elif isinstance(value, bool):
             query[key] = "true" if value else "false"
         elif isinstance(value, datetime):
             query[key] = value.isoformat()

@@ -10,9 +10,10 @@ import uuid
 from contextlib import suppress
 from datetime import timedelta
 
-from ._attempt import Attempt
+from ._attempt import Attempt, Progress
 from ._consumer import ConsumerClient
 from ._exceptions import ApiError, JobnikTransportError
+from ._logs import Log, TaskIds
 from ._reports import HeartbeatOutcome, ReportError, TaskHeartbeat
 
 # What one batch heartbeat may carry, by the manager's limits.
@@ -38,7 +39,7 @@ class LeaseKeeper:
         *,
         lease: timedelta,
         interval: timedelta,
-        log: logging.Logger,
+        log: Log,
     ) -> None:
         self._client = client
         self._lease = lease
@@ -58,6 +59,7 @@ class LeaseKeeper:
 
     def remove(self, attempt: Attempt) -> None:
         """Stop keeping the attempt's lease: its handler has finished."""
+        attempt.ended()
         if self._attempts.get(attempt.task.id) is attempt:
             del self._attempts[attempt.task.id]
             self._good_until.pop(attempt.task.id, None)
@@ -102,7 +104,10 @@ class LeaseKeeper:
     async def _beat(self, attempts: list[Attempt]) -> None:
         beats = [
             TaskHeartbeat(
-                task_id=attempt.task.id, lease_id=lease_id, progress=attempt.unsent_progress
+                task_id=attempt.task.id,
+                lease_id=lease_id,
+                progress=news.percentage if (news := attempt.unsent_progress) else None,
+                message=news.message if news else None,
             )
             for attempt in attempts
             if (lease_id := attempt.task.lease_id) is not None  # as `add` made sure
@@ -149,14 +154,15 @@ class LeaseKeeper:
                 attempt.drop(logging.WARNING, "it no longer exists")
             else:
                 self._log.warning(
-                    "heartbeat of task %s failed: %s: %s",
-                    attempt.task.id,
+                    "heartbeat of %s failed: %s: %s",
+                    attempt.name,
                     code,
                     answer.error.message,
+                    extra=attempt.extra,
                 )
             return
         if beat.progress is not None:
-            attempt.progress_sent(beat.progress)
+            attempt.progress_sent(Progress(beat.progress, beat.message))
         if answer.cancel_requested:
             attempt.drop(logging.INFO, "its job was aborted")
 
@@ -177,13 +183,19 @@ class LeaseKeeper:
     async def _renew_one(self, beat: TaskHeartbeat) -> HeartbeatOutcome | None:
         try:
             renewed = await self._client.heartbeat(
-                beat.task_id, beat.lease_id, progress=beat.progress, lease=self._lease
+                beat.task_id,
+                beat.lease_id,
+                progress=beat.progress,
+                message=beat.message,
+                lease=self._lease,
             )
         except ApiError as exc:
             error = ReportError(message=exc.message, code=exc.code)
             return HeartbeatOutcome(task_id=beat.task_id, error=error)
         except JobnikTransportError as exc:
-            self._log.warning("heartbeat of task %s failed: %s", beat.task_id, exc)
+            attempt = self._attempts.get(uuid.UUID(str(beat.task_id)))
+            ids = attempt.ids if attempt is not None else TaskIds(uuid.UUID(str(beat.task_id)))
+            self._log.warning("heartbeat of %s failed: %s", ids.name, exc, extra=ids.extra)
             return None
         return HeartbeatOutcome(
             task_id=beat.task_id,

@@ -48,17 +48,24 @@ class ProducerCalls:
         traceparent: str | None = None,
         tracestate: str | None = None,
         idempotency_key: str | None = None,
+        not_before: datetime | None = None,
+        deadline: datetime | None = None,
     ) -> Job:
         """Create a job, optionally with its stages and their tasks in one transaction.
 
         With `stages`, the returned job carries them (and their tasks). Every create call
         carries an `Idempotency-Key` (`idempotency_key`, or a fresh one per call when the
         client's `auto_idempotency_keys` is on), so a retry after a lost answer returns
-        the first answer instead of creating the job twice.
+        the first answer instead of creating the job twice. `not_before` (an aware
+        datetime) holds all its tasks back until then; past `deadline`, a job not final
+        is failed ("deadline exceeded").
         """
         body: dict[str, Any] = {"name": name, "data": dict(data or {}), "priority": priority}
         if user_metadata is not None:
             body["userMetadata"] = dict(user_metadata)
+        for key, time in (("notBefore", not_before), ("deadline", deadline)):
+            if time is not None:
+                body[key] = _aware(time, key).isoformat()
         if stages:
             body["stages"] = [wire(stage) for stage in stages]
         body.update(_trace(traceparent, tracestate))
@@ -83,10 +90,13 @@ class ProducerCalls:
         tracestate: str | None = None,
         retry_policy: TaskRetryPolicy | None = None,
         idempotency_key: str | None = None,
+        allowed_failures: int | None = None,
+        timeout_seconds: float | None = None,
     ) -> Stage:
         """Append a stage to a job. With `start_as_waiting` it stays WAITING after the
-        stage before it completes, until `approve_stage`. `retry_policy` is the default
-        of its tasks that bring none."""
+        stage before it completes, until `approve_stage`. `retry_policy` and
+        `timeout_seconds` are the defaults of its tasks that bring none;
+        `allowed_failures` tasks may fail for good with the stage still completing."""
         spec = NewStage(
             type=stage_type,
             data=dict(data or {}),
@@ -96,6 +106,8 @@ class ProducerCalls:
             traceparent=traceparent,
             tracestate=tracestate,
             retry_policy=retry_policy,
+            allowed_failures=allowed_failures,
+            timeout_seconds=timeout_seconds,
         )
         response = await self._http.request(
             "POST",
@@ -142,6 +154,21 @@ class ProducerCalls:
     async def abort(self, job_id: EntityId) -> None:
         """Abort the job: its unfinished stages and tasks become ABORTED."""
         await self._set_job_status(job_id, JobStatus.ABORTED)
+
+    async def retry_job(self, job_id: EntityId) -> Job:
+        """Run a FAILED job's failed stage again: its FAILED and ABORTED tasks get a fresh
+        set of attempts. ConflictError (JOB_NOT_FAILED) for a job that is not FAILED."""
+        response = await self._http.request("POST", f"/v1/jobs/{job_id}/retry")
+        return Job.model_validate(response.json())
+
+    async def cancel_task(self, task_id: EntityId, *, reason: str | None = None) -> Task:
+        """Cancel one task that is not final (ABORTED, no attempt spent): its holder, if it
+        runs, hears of it at its next heartbeat. Its stage completes without it."""
+        body: dict[str, Any] = {"status": TaskStatus.ABORTED}
+        if reason is not None:
+            body["reason"] = reason
+        response = await self._http.request("PUT", f"/v1/tasks/{task_id}/status", json=body)
+        return Task.model_validate(response.json())
 
     async def _set_job_status(self, job_id: EntityId, status: JobStatus) -> None:
         await self._http.request("PUT", f"/v1/jobs/{job_id}/status", json={"status": status})
@@ -216,8 +243,10 @@ class ProducerCalls:
         with_stages: bool = False,
         page: int = 1,
         page_size: int = 10,
+        status: JobStatus | Sequence[JobStatus] | None = None,
     ) -> Page[Job]:
-        """One page of jobs, oldest first, filtered by exact name, creation time, priority."""
+        """One page of jobs, oldest first, filtered by exact name, creation time, priority
+        and status (one, or any of several)."""
         response = await self._http.request(
             "GET",
             "/v1/jobs",
@@ -226,6 +255,7 @@ class ProducerCalls:
                 "from_date": from_date,
                 "end_date": end_date,
                 "priority": priority,
+                "status": _statuses(status),
                 "should_return_stages": with_stages or None,
                 "page": page,
                 "page_size": page_size,
@@ -308,6 +338,7 @@ class ProducerCalls:
         priority: Priority | None = None,
         with_stages: bool = False,
         page_size: int = 100,
+        status: JobStatus | Sequence[JobStatus] | None = None,
     ) -> AsyncIterator[Job]:
         """Every job matching the filters, fetched page by page as it is consumed."""
         return iterate_pages(
@@ -316,6 +347,7 @@ class ProducerCalls:
                 from_date=from_date,
                 end_date=end_date,
                 priority=priority,
+                status=status,
                 with_stages=with_stages,
                 page=page,
                 page_size=page_size,
@@ -398,6 +430,19 @@ def with_retry_policy(tasks: Sequence[NewTask], policy: TaskRetryPolicy | None) 
         task if task.retry_policy is not None else task.model_copy(update={"retry_policy": policy})
         for task in tasks
     ]
+
+
+def _statuses(status: JobStatus | Sequence[JobStatus] | None) -> list[str] | None:
+    """One status or several, as repeated `status` parameters."""
+    if status is None:
+        return None
+    return [status.value] if isinstance(status, JobStatus) else [s.value for s in status]
+
+
+def _aware(time: datetime, name: str) -> datetime:
+    if time.tzinfo is None:
+        raise ValueError(f"{name} must carry its time zone (e.g. datetime.now(UTC))")
+    return time
 
 
 def _trace(traceparent: str | None, tracestate: str | None) -> dict[str, str]:

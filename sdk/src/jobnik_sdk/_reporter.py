@@ -5,7 +5,6 @@ back."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -17,6 +16,7 @@ from ._attempt import Outcome, bad_result
 from ._backoff import Backoff
 from ._consumer import ConsumerClient
 from ._exceptions import ApiError, JobnikTransportError
+from ._logs import Log, TaskIds
 from ._models import Task
 from ._reports import TaskReport
 
@@ -32,6 +32,7 @@ class _Pending:
     deadline: float
     queued_at: float
     done: asyncio.Future[None]
+    ids: TaskIds
     report: TaskReport = field(init=False)
     # Sent before (or in place of a report that was): it has waited enough.
     tried: bool = False
@@ -71,7 +72,7 @@ class Reporter:
         timeout: timedelta,
         backoff: Backoff,
         running: Callable[[], int],
-        log: logging.Logger,
+        log: Log,
     ) -> None:
         self._client = client
         self._running = running
@@ -88,12 +89,15 @@ class Reporter:
         # Batches out at once: while one is on its way the next fills and goes too.
         self._out = asyncio.Semaphore(BATCHES_IN_FLIGHT)
 
-    def submit(self, task: Task, outcome: Outcome) -> asyncio.Future[None]:
+    def submit(
+        self, task: Task, outcome: Outcome, *, ids: TaskIds | None = None
+    ) -> asyncio.Future[None]:
         """Queue the report of `outcome`; the future is done once the manager answered
-        for it, or reporting it was given up."""
+        for it, or reporting it was given up. `ids` name the task in the log."""
         now = time.monotonic()
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Pending(task, outcome, now + self._timeout, now, done))
+        ids = ids or TaskIds(task.id)
+        self._pending.append(_Pending(task, outcome, now + self._timeout, now, done, ids))
         self._arrived.set()
         if self._complete():
             self._send_now.set()
@@ -184,7 +188,9 @@ class Reporter:
             answer = by_task.get(item.task.id)
             if answer is None:
                 self._log.error(
-                    "the manager's answer left out task %s; its report is given up", item.task.id
+                    "the manager's answer left out %s; its report is given up",
+                    item.ids.name,
+                    extra=item.ids.extra,
                 )
                 item.finish()
             elif answer.error is None:
@@ -207,30 +213,35 @@ class Reporter:
 
     def _refused(self, item: _Pending, code: str, message: str) -> None:
         task, status = item.task, item.outcome.status
+        name, extra = item.ids.name, item.ids.extra
         if code == "LEASE_LOST":
             self._log.warning(
-                "task %s: lease lost before it could be reported %s: %s", task.id, status, message
+                "%s: lease lost before it could be reported %s: %s",
+                name,
+                status,
+                message,
+                extra=extra,
             )
         elif code.startswith("ILLEGAL_") or code.endswith("NOT_FOUND"):
             # Its job was aborted or deleted meanwhile, or an earlier try of this very
             # report got through before its answer was lost.
             self._log.warning(
-                "task %s could not be reported %s: %s: %s", task.id, status, code, message
+                "%s could not be reported %s: %s: %s", name, status, code, message, extra=extra
             )
         elif code == "VALIDATION_ERROR" and item.outcome.result is not None:
             # The manager refused the result (too large, say): the attempt cannot
             # succeed as it stands, so say so rather than leave the task to expire.
             reason = f"the manager refused the handler's result: {message}"
-            outcome = bad_result(task, reason, self._log)
-            self._again(
-                [_Pending(task, outcome, item.deadline, item.queued_at, item.done, tried=True)]
-            )
+            outcome = bad_result(task, reason, self._log, item.ids)
+            again = _Pending(task, outcome, item.deadline, item.queued_at, item.done, item.ids)
+            again.tried = True
+            self._again([again])
             return
         elif code == "VALIDATION_ERROR":
-            self._log.error("task %s report refused: %s", task.id, message)
+            self._log.error("%s: report refused: %s", name, message, extra=extra)
         else:
             self._log.error(
-                "giving up reporting task %s %s: %s: %s", task.id, status, code, message
+                "giving up reporting %s %s: %s: %s", name, status, code, message, extra=extra
             )
         item.finish()
 
@@ -241,7 +252,11 @@ class Reporter:
         for item in batch:
             if now >= item.deadline:
                 self._log.error(
-                    "giving up reporting task %s %s: %s", item.task.id, item.outcome.status, exc
+                    "giving up reporting %s %s: %s",
+                    item.ids.name,
+                    item.outcome.status,
+                    exc,
+                    extra=item.ids.extra,
                 )
                 item.finish()
             else:

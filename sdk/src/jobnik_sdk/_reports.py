@@ -63,9 +63,7 @@ class TaskReport(_Wire):
         result: dict[str, Any] | None = None,
     ) -> TaskReport:
         """The task is done; `result` (a JSON object) is stored on it."""
-        return cls.model_validate(
-            dict(task_id=task_id, status=TaskStatus.COMPLETED, lease_id=lease_id, result=result)
-        )
+        return cls._of(task_id, TaskStatus.COMPLETED, lease_id=lease_id, result=result)
 
     @classmethod
     def failed(
@@ -77,14 +75,8 @@ class TaskReport(_Wire):
         retryable: bool = True,
     ) -> TaskReport:
         """The attempt failed; with `retryable=False` the task fails now."""
-        return cls.model_validate(
-            dict(
-                task_id=task_id,
-                status=TaskStatus.FAILED,
-                lease_id=lease_id,
-                reason=reason,
-                retryable=retryable,
-            )
+        return cls._of(
+            task_id, TaskStatus.FAILED, lease_id=lease_id, reason=reason, retryable=retryable
         )
 
     @classmethod
@@ -97,15 +89,13 @@ class TaskReport(_Wire):
         reason: str | None = None,
     ) -> TaskReport:
         """Offer the task again after `delay`, without spending an attempt."""
-        return cls.model_validate(
-            dict(
-                task_id=task_id,
-                status=TaskStatus.RETRIED,
-                lease_id=lease_id,
-                reason=reason,
-                retry_after=delay,
-            )
+        return cls._of(
+            task_id, TaskStatus.RETRIED, lease_id=lease_id, reason=reason, retry_after=delay
         )
+
+    @classmethod
+    def _of(cls, task_id: EntityId, status: TaskStatus, **fields: Any) -> TaskReport:
+        return cls.model_validate({"task_id": task_id, "status": status, **fields})
 
     def body(self) -> dict[str, Any]:
         """The report as the manager takes it, without `taskId`; options left unset
@@ -152,12 +142,19 @@ class TaskHeartbeat(_Wire):
     task_id: uuid.UUID | str
     lease_id: uuid.UUID | str
     progress: int | None = Field(default=None, ge=0, le=100)
+    # What the work is at, in words (up to 500 characters): the task's progressMessage.
+    message: str | None = Field(default=None, max_length=500)
+    # Or how far, counted: `current` of `total` done (the manager works out `progress`).
+    current: int | None = Field(default=None, ge=0)
+    total: int | None = Field(default=None, ge=1)
 
     def body(self) -> dict[str, Any]:
         """The item as the manager takes it."""
         body: dict[str, Any] = {"taskId": str(self.task_id), "leaseId": str(self.lease_id)}
-        if self.progress is not None:
-            body["progress"] = self.progress
+        for key in ("progress", "message", "current", "total"):
+            value = getattr(self, key)
+            if value is not None:
+                body[key] = value
         return body
 
 

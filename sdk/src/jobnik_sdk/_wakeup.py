@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from ._logs import Log
+
 EXCHANGE = "jobnik"
 
 
@@ -41,7 +43,7 @@ class Wakeups:
         stage_types: Sequence[str],
         *,
         max_backoff: timedelta = timedelta(seconds=30),
-        logger: logging.Logger | None = None,
+        logger: Log | None = None,
     ) -> None:
         self.amqp_url = amqp_url
         self.stage_types = list(stage_types)
@@ -49,7 +51,7 @@ class Wakeups:
         self.connected = False
         self.received = 0
         self._max_backoff = max_backoff.total_seconds()
-        self._log = logger or logging.getLogger("jobnik_sdk.wakeup")
+        self._log: Log = logger or logging.getLogger("jobnik_sdk.wakeup")
 
     async def run(self) -> None:
         try:

@@ -22,11 +22,11 @@ from ._backoff import Backoff
 from ._claims import MAX_CLAIM, Claimer
 from ._client import JobnikClient
 from ._consumer import MAX_CLAIM_WAIT, ConsumerClient
-from ._context import TaskContext
 from ._context_cache import ContextCache
 from ._exceptions import ApiError, JobnikTransportError, RetryLaterError
 from ._handler import Handler, data_binder
 from ._leases import LeaseKeeper
+from ._logs import WorkerLog
 from ._models import Task, TaskStatus
 from ._prefetch import Prefetch
 from ._reporter import MAX_REPORTS, Reporter
@@ -173,8 +173,16 @@ class Worker(Generic[DataT]):
         self._grace = shutdown_grace
         self._handle_signals = handle_signals
         self._safety_poll = safety_poll
-        self._wakeups = Wakeups(amqp_url, types, logger=logger) if amqp_url else None
-        self._log = logger or logging.getLogger("jobnik_sdk.worker")
+        self._log = WorkerLog(logger or logging.getLogger("jobnik_sdk.worker"), types)
+        self._wakeups = (
+            Wakeups(
+                amqp_url,
+                types,
+                logger=WorkerLog(logger or logging.getLogger("jobnik_sdk.wakeup"), types),
+            )
+            if amqp_url
+            else None
+        )
         self._contexts = ContextCache(self._client)
         self._claimer = Claimer(
             self._client,
@@ -462,7 +470,12 @@ class Worker(Generic[DataT]):
 
     def _take_claimed(self, tasks: list[Task]) -> None:
         for task in tasks:
-            attempt = Attempt(task, log=self._log, on_progress=self._leases.progress_recorded)
+            attempt = Attempt(
+                task,
+                log=self._log,
+                on_progress=self._leases.progress_recorded,
+                stage=self._contexts.known_stage(task.stage_id),  # from the claim, if it said
+            )
             self._leases.add(attempt)
             self._ready.append(attempt)
         self._start_ready()
@@ -552,7 +565,7 @@ class Worker(Generic[DataT]):
             if self._stopping.is_set():
                 self._leases.remove(attempt)
                 outcome = Outcome(TaskStatus.RETRIED, reason=NOT_STARTED_REASON, delay=timedelta(0))
-                self._track(self._reporter.submit(attempt.task, outcome))
+                self._track(self._reporter.submit(attempt.task, outcome, ids=attempt.ids))
                 continue
             self._busy += 1
             task = attempt.task
@@ -585,9 +598,11 @@ class Worker(Generic[DataT]):
         try:
             if attempt.dropped is None:
                 outcome = attempt.outcome(shutting_down=self._stopping.is_set())
-                self._track(self._reporter.submit(attempt.task, outcome))
+                self._track(self._reporter.submit(attempt.task, outcome, ids=attempt.ids))
         except Exception:
-            self._log.exception("unexpected error while reporting task %s", attempt.task.id)
+            self._log.exception(
+                "unexpected error while reporting %s", attempt.name, extra=attempt.extra
+            )
         finally:
             self._busy -= 1
             self._start_ready()
@@ -600,16 +615,5 @@ class Worker(Generic[DataT]):
             # The worker's own plumbing failed before the handler ran: the task goes back
             # at once, to be offered again, without spending an attempt.
             raise RetryLaterError(timedelta(0), f"{CONTEXT_UNREAD_REASON}: {exc}") from exc
-        ctx = TaskContext(
-            task=task,
-            job=job,
-            stage=stage,
-            client=self._client,
-            on_progress=attempt.record_progress,
-        )
-        data = self._bind(task)
-        ctx.logger.info("started (attempt %d of %d)", ctx.attempt, task.max_attempts)
-        began = time.monotonic()
-        result = await self._handler(data, ctx)
-        ctx.logger.info("done in %.2fs", time.monotonic() - began)
-        return result
+        ctx = attempt.context(job, stage, self._client)
+        return await attempt.run(self._handler, self._bind, ctx)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from jobnik_sdk import TaskLogFilter
+
 from .app import HandlerNotFoundError, build_client, build_worker, load_handler
 from .settings import WorkerSettings
 
@@ -21,6 +23,10 @@ def main() -> None:
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # Records logged while a handler runs carry its task_id, job_id and stage_type,
+    # whichever logger they come from (empty strings elsewhere), for the format to use.
+    for handler in logging.root.handlers:
+        handler.addFilter(TaskLogFilter())
     # httpx logs every request at INFO, which for an idle worker is every poll.
     logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.root.level))
     try:

@@ -10,19 +10,11 @@ checkout reads worker-boilerplate/ itself. Rendering replaces the template's nam
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from ._errors import ScaffoldError
+from ._files import template_files as template_files  # where the template is read
 from ._names import TEMPLATE_NAMES, WorkerNames
-
-# What a working copy of the template holds that is not the template (as hatch_build.py
-# skips when it bundles it).
-_SKIPPED_DIRECTORIES = frozenset(
-    {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", "dist", "build"}
-)
-_SKIPPED_FILES = frozenset({"uv.lock", ".env"})
-_SKIPPED_SUFFIXES = (".pyc", ".whl")
 
 
 def find_template() -> Path:
@@ -36,19 +28,6 @@ def find_template() -> Path:
         f"this jobnik-sdk has no worker template ({package / '_template'} is missing): "
         "install the SDK from its wheel, or run from the Jobnik repository"
     )
-
-
-def template_files(template: Path) -> Iterator[PurePosixPath]:
-    """The template's files, relative to its directory."""
-    for path in sorted(template.rglob("*")):
-        relative = PurePosixPath(path.relative_to(template).as_posix())
-        if (
-            path.is_file()
-            and not _SKIPPED_DIRECTORIES.intersection(relative.parts[:-1])
-            and relative.name not in _SKIPPED_FILES
-            and not relative.name.endswith(_SKIPPED_SUFFIXES)
-        ):
-            yield relative
 
 
 class Renamer:

@@ -10,16 +10,18 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .._models import JobStatus
 from .._reports import HeartbeatAnswer
+from ..wire import event_json
 from ._refusals import Refused, invalid, not_found
 from ._requests import (
     ClaimIn,
@@ -33,12 +35,14 @@ from ._requests import (
     JsonObject,
     PageQuery,
     PriorityIn,
+    Query,
     ReportIn,
     ReportsIn,
     StageIn,
     StagesQuery,
     StageStatusIn,
     StageType,
+    TaskEventIn,
     TaskIn,
     TasksQuery,
     WithStagesQuery,
@@ -49,6 +53,7 @@ from ._work import State
 
 Answer = tuple[int, Any]  # the status, and the JSON body (None: no body)
 ModelT = TypeVar("ModelT", bound=BaseModel)
+QueryT = TypeVar("QueryT", bound=Query)
 _WAIT_STEP = 0.005  # how often a long-polling claim looks again, in real seconds
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _ID = TypeAdapter(uuid.UUID)
@@ -63,7 +68,7 @@ class Call:
 
     method: str
     path: str
-    params: Mapping[str, str]
+    params: httpx.QueryParams
     raw: bytes
     idempotency_key: str | None
     path_values: tuple[str, ...] = ()
@@ -84,22 +89,23 @@ class Call:
         except ValidationError as exc:
             raise invalid(_describe(exc)) from None
 
-    def query(self, model: type[ModelT]) -> ModelT:
+    def query(self, model: type[QueryT]) -> QueryT:
         try:
-            return model.model_validate(dict(self.params))
+            return model.of(self.params)
         except ValidationError as exc:
             raise invalid(_describe(exc, "query")) from None
 
 
 Route = Callable[["Api", Call], Answer | Awaitable[Answer]]
-_ROUTES: list[tuple[str, re.Pattern[str], Route]] = []
+_ROUTES: list[tuple[str, re.Pattern[str], Route, type[Query]]] = []
 
 
-def route(method: str, path: str) -> Callable[[Route], Route]:
+def route(method: str, path: str, query: type[Query] = Query) -> Callable[[Route], Route]:
+    """A route; `query` names the query string it takes (by default none)."""
     pattern = re.compile("^" + re.sub(r"\{\w+\}", "([^/]+)", path) + "$")
 
     def register(handler: Route) -> Route:
-        _ROUTES.append((method, pattern, handler))
+        _ROUTES.append((method, pattern, handler, query))
         return handler
 
     return register
@@ -114,12 +120,13 @@ class Api:
 
     async def answer(self, call: Call) -> Answer:
         allowed = False
-        for method, pattern, handler in _ROUTES:
+        for method, pattern, handler, query in _ROUTES:
             match = pattern.match(call.path)
             if match is None:
                 continue
             allowed = True
             if method == call.method:
+                _known_query_only(call.params, query)
                 self.state.settle_due()
                 answer = handler(self, dataclasses.replace(call, path_values=match.groups()))
                 return await answer if inspect.isawaitable(answer) else answer
@@ -158,7 +165,7 @@ class Api:
 # ---- jobs ---------------------------------------------------------------------------------
 
 
-@route("GET", "/v1/jobs")
+@route("GET", "/v1/jobs", query=JobsQuery)
 def _find_jobs(api: Api, call: Call) -> Answer:
     q = call.query(JobsQuery)
     rows = [
@@ -166,6 +173,7 @@ def _find_jobs(api: Api, call: Call) -> Answer:
         for job in api.state.jobs.values()
         if (q.job_name is None or job.name == q.job_name)
         and (q.priority is None or job.priority is q.priority)
+        and (not q.status or job.status in q.status)
         and _within(job.creation_time, q.from_date, q.end_date)
     ]
     return _page(rows, q, lambda job: job_out(job, with_stages=q.should_return_stages))
@@ -186,7 +194,7 @@ def _create_job(api: Api, call: Call) -> Answer:
     return api.once(call, spec, create)
 
 
-@route("GET", "/v1/jobs/{jobId}")
+@route("GET", "/v1/jobs/{jobId}", query=WithStagesQuery)
 def _get_job(api: Api, call: Call) -> Answer:
     job = api.state.job(call.id("jobId"))
     return 200, job_out(job, with_stages=call.query(WithStagesQuery).should_return_stages)
@@ -213,7 +221,12 @@ def _job_status(api: Api, call: Call) -> Answer:
     return 200, {"code": "JOB_MODIFIED_SUCCESSFULLY"}
 
 
-@route("GET", "/v1/jobs/{jobId}/stages")
+@route("POST", "/v1/jobs/{jobId}/retry")
+def _retry_job(api: Api, call: Call) -> Answer:
+    return 200, job_out(api.state.retry_job(call.id("jobId")))
+
+
+@route("GET", "/v1/jobs/{jobId}/stages", query=WithTasksQuery)
 def _job_stages(api: Api, call: Call) -> Answer:
     job = api.state.job(call.id("jobId"))
     with_tasks = call.query(WithTasksQuery).should_return_tasks
@@ -231,20 +244,20 @@ def _add_stage(api: Api, call: Call) -> Answer:
     )
 
 
-@route("GET", "/v1/jobs/{jobId}/events")
+@route("GET", "/v1/jobs/{jobId}/events", query=EventsQuery)
 def _job_events(api: Api, call: Call) -> Answer:
     job = api.state.job(call.id("jobId"))
     return _page(
         api.state.events.of_job(job.id),
         call.query(EventsQuery),
-        lambda e: e.model_dump(mode="json", by_alias=True),
+        lambda e: event_json(e.model_dump(mode="json", by_alias=True)),
     )
 
 
 # ---- stages -------------------------------------------------------------------------------
 
 
-@route("GET", "/v1/stages")
+@route("GET", "/v1/stages", query=StagesQuery)
 def _find_stages(api: Api, call: Call) -> Answer:
     q = call.query(StagesQuery)
     rows = [
@@ -257,7 +270,7 @@ def _find_stages(api: Api, call: Call) -> Answer:
     return _page(rows, q, lambda stage: stage_out(stage, with_tasks=q.should_return_tasks))
 
 
-@route("GET", "/v1/stages/{stageId}")
+@route("GET", "/v1/stages/{stageId}", query=WithTasksQuery)
 def _get_stage(api: Api, call: Call) -> Answer:
     stage = api.state.stage(call.id("stageId"))
     return 200, stage_out(stage, with_tasks=call.query(WithTasksQuery).should_return_tasks)
@@ -277,7 +290,7 @@ def _stage_status(api: Api, call: Call) -> Answer:
     return 200, {"code": "STAGE_MODIFIED_SUCCESSFULLY"}
 
 
-@route("GET", "/v1/stages/{stageId}/tasks")
+@route("GET", "/v1/stages/{stageId}/tasks", query=PageQuery)
 def _stage_tasks(api: Api, call: Call) -> Answer:
     stage = api.state.stage(call.id("stageId"))
     return _page(stage.tasks, call.query(PageQuery), task_out)
@@ -294,7 +307,7 @@ def _add_tasks(api: Api, call: Call) -> Answer:
     )
 
 
-@route("PATCH", "/v1/stages/{stageType}/tasks/dequeue")
+@route("PATCH", "/v1/stages/{stageType}/tasks/dequeue", query=DequeueQuery)
 def _dequeue(api: Api, call: Call) -> Answer:
     stage_type = _checked(_TYPE, call.path_values[0], "path.stageType")
     q = call.query(DequeueQuery)
@@ -325,8 +338,9 @@ async def _claim(api: Api, call: Call) -> Answer:
     if spec.with_context and claimed:
         stages = list(dict.fromkeys(api.state.stages[t.stage_id] for t in claimed))
         jobs = list(dict.fromkeys(api.state.jobs[st.job_id] for st in stages))
-        body["stages"] = [stage_out(stage) for stage in stages]
-        body["jobs"] = [job_out(job) for job in jobs]
+        # As the manager answers a claim's context: without progress, read on its own.
+        body["stages"] = [stage_out(stage, progress=False) for stage in stages]
+        body["jobs"] = [job_out(job, progress=False) for job in jobs]
     return 200, body
 
 
@@ -351,7 +365,9 @@ def _heartbeats(api: Api, call: Call) -> Answer:
     items: list[dict[str, Any]] = []
     for beat in spec.heartbeats:
         try:
-            renewed = api.state.heartbeat(beat.task_id, beat.lease_id, beat.progress, lease)
+            renewed = api.state.heartbeat(
+                beat.task_id, beat.lease_id, beat.percent, beat.message, lease
+            )
         except Refused as refused:
             items.append({"taskId": str(beat.task_id), "error": refused.body()})
         else:
@@ -359,7 +375,7 @@ def _heartbeats(api: Api, call: Call) -> Answer:
     return 200, {"items": items}
 
 
-@route("GET", "/v1/tasks")
+@route("GET", "/v1/tasks", query=TasksQuery)
 def _find_tasks(api: Api, call: Call) -> Answer:
     q = call.query(TasksQuery)
     rows = [
@@ -387,12 +403,20 @@ def _report_one(api: Api, call: Call) -> Answer:
     return 200, task_out(answer)
 
 
+@route("POST", "/v1/tasks/{taskId}/events")
+def _task_event(api: Api, call: Call) -> Answer:
+    spec = call.body(TaskEventIn)
+    event = api.state.add_task_event(call.id("taskId"), spec)
+    return 201, event_json(event.model_dump(mode="json", by_alias=True))
+
+
 @route("POST", "/v1/tasks/{taskId}/heartbeat")
 def _heartbeat(api: Api, call: Call) -> Answer:
     task_id = call.id("taskId")
     spec = call.body(HeartbeatIn)
     lease = timedelta(seconds=spec.lease_seconds) if spec.lease_seconds else None
-    return 200, _renewed(api.state.heartbeat(task_id, spec.lease_id, spec.progress, lease))
+    renewed = api.state.heartbeat(task_id, spec.lease_id, spec.percent, spec.message, lease)
+    return 200, _renewed(renewed)
 
 
 # ---- helpers ------------------------------------------------------------------------------
@@ -439,6 +463,13 @@ def _checked(adapter: TypeAdapter[Any], value: str, where: str) -> Any:
         return adapter.validate_python(value)
     except ValidationError as exc:
         raise invalid(_describe(exc, where)) from None
+
+
+def _known_query_only(params: httpx.QueryParams, query: type[Query]) -> None:
+    """A parameter the route does not take is refused, before anything happens."""
+    for name in params:
+        if name not in query.model_fields:
+            raise invalid(f"query.{name}: Unknown query parameter")
 
 
 def _describe(exc: ValidationError, prefix: str | None = None) -> str:

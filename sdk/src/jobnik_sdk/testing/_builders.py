@@ -21,6 +21,7 @@ def make_context(
     user_metadata: Mapping[str, Any] | None = None,
     attempts: int = 0,
     max_attempts: int = 1,
+    timeout_seconds: float | None = None,
     job_name: str = "test-job",
     job_data: Mapping[str, Any] | None = None,
     client: FakeJobnik | None = None,
@@ -28,7 +29,8 @@ def make_context(
 ) -> TaskContext:
     """A TaskContext for a task with `data`, claimed (IN_PROGRESS) in a one-stage job.
 
-    `attempts` is how many attempts already failed, so `ctx.attempt` is one more.
+    `attempts` is how many attempts already failed, so `ctx.attempt` is one more;
+    `timeout_seconds` is the task's time limit (a Worker stops its handler then).
     The job, stage and task live in `client`'s fake manager (a new FakeJobnik unless
     given), where `ctx.update_progress` and `ctx.set_user_metadata` write.
     """
@@ -37,7 +39,10 @@ def make_context(
         raise ValueError("attempts counts failed attempts: 0 <= attempts < max_attempts")
     state = fake.manager._state
     task_spec = TaskIn(
-        data=dict(data or {}), user_metadata=dict(user_metadata or {}), max_attempts=max_attempts
+        data=dict(data or {}),
+        user_metadata=dict(user_metadata or {}),
+        max_attempts=max_attempts,
+        timeout_seconds=timeout_seconds,
     )
     job = state.create_job(
         JobIn(

@@ -24,8 +24,10 @@ class EventLog:
     def forget(self, job_id: uuid.UUID) -> None:
         self._by_job.pop(job_id, None)
 
-    def job(self, job: JobRow, previous: str | None, at: datetime) -> None:
-        self._add(job.id, at, "JOB", job.id, previous, job.status)
+    def job(
+        self, job: JobRow, previous: str | None, at: datetime, reason: str | None = None
+    ) -> None:
+        self._add(job.id, at, "JOB", job.id, previous, job.status, reason=reason)
 
     def stage(self, stage: StageRow, previous: str | None, at: datetime) -> None:
         self._add(stage.job_id, at, "STAGE", stage.id, previous, stage.status, stage_id=stage.id)
@@ -46,6 +48,29 @@ class EventLog:
             reason=reason,
         )
 
+    def added(
+        self,
+        task: TaskRow,
+        at: datetime,
+        running: bool,
+        **entry: Any,
+    ) -> Event:
+        """An entry the task's worker added (name, level, message, fields)."""
+        return self._add(
+            task.job_id,
+            at,
+            "TASK",
+            task.id,
+            None,
+            None,
+            stage_id=task.stage_id,
+            task_id=task.id,
+            attempt=task.attempts,
+            lease_id=task.lease_id if running else None,
+            worker=task.worker if running else None,
+            **entry,
+        )
+
     def _add(
         self,
         job_id: uuid.UUID,
@@ -53,9 +78,9 @@ class EventLog:
         entity: str,
         entity_id: uuid.UUID,
         previous: str | None,
-        target: str,
+        target: str | None,
         **task: Any,
-    ) -> None:
+    ) -> Event:
         event = Event(
             id=next(self._ids),
             time=at,
@@ -67,3 +92,4 @@ class EventLog:
             **task,
         )
         self._by_job.setdefault(job_id, []).append(event)
+        return event

@@ -4,12 +4,21 @@ are read as FastAPI reads them (unknown parameters are ignored)."""
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+import httpx
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from .._models import JobStatus, Priority, StageStatus, TaskRetryPolicy, TaskStatus
@@ -43,6 +52,14 @@ def _json_object(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _is_list(model: type[BaseModel], name: str) -> bool:
+    field = model.model_fields.get(name)
+    if field is None:
+        return False
+    kinds = (field.annotation, *get_args(field.annotation))  # list[X] | None included
+    return any(get_origin(kind) is list for kind in kinds)
+
+
 def _text(low: int, high: int) -> Any:
     return Field(min_length=low, max_length=high)
 
@@ -68,6 +85,20 @@ TraceState = Annotated[
         max_length=512,
     ),
 ]
+
+
+def _time_text(value: object) -> datetime:
+    """An RFC 3339 date-time with its offset, as the manager takes it (not a number)."""
+    if not isinstance(value, str):
+        raise ValueError("a date-time string with its offset, e.g. 2026-11-24T10:00:00Z")
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise ValueError("Input should have timezone info")
+    return parsed
+
+
+Schedule = Annotated[datetime, BeforeValidator(_time_text)]
+Timeout = Annotated[float, Field(gt=0, le=WEEK, allow_inf_nan=False)]
 
 
 class Body(BaseModel):
@@ -97,6 +128,8 @@ class TaskIn(Body):
     traceparent: TraceParent | None = None
     tracestate: TraceState | None = None
     retry_policy: RetryPolicyIn | None = None
+    not_before: Schedule | None = None
+    timeout_seconds: Timeout | None = None
 
 
 class StageIn(Body):
@@ -108,6 +141,8 @@ class StageIn(Body):
     tracestate: TraceState | None = None
     tasks: list[TaskIn] | None = None
     retry_policy: RetryPolicyIn | None = None
+    allowed_failures: int = Field(default=0, ge=0, le=2**31 - 1)
+    timeout_seconds: Timeout | None = None
 
 
 class JobIn(Body):
@@ -118,6 +153,8 @@ class JobIn(Body):
     traceparent: TraceParent | None = None
     tracestate: TraceState | None = None
     stages: list[StageIn] | None = None
+    not_before: Schedule | None = None
+    deadline: Schedule | None = None
 
 
 class JobStatusIn(Body):
@@ -133,7 +170,8 @@ class PriorityIn(Body):
 
 
 class ReportIn(Body):
-    status: Literal[TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED]
+    # ABORTED (an extension) cancels the task, whoever holds it.
+    status: Literal[TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED, TaskStatus.ABORTED]
     lease_id: uuid.UUID | None = None
     result: JsonObject | None = None
     reason: Reason | None = None
@@ -148,7 +186,7 @@ class ReportIn(Body):
         if self.retryable is not None and status is not TaskStatus.FAILED:
             raise ValueError("retryable goes with a FAILED report only")
         if self.reason is not None and status is TaskStatus.COMPLETED:
-            raise ValueError("reason goes with a FAILED or RETRIED report only")
+            raise ValueError("reason goes with a FAILED, RETRIED or ABORTED report only")
         if (self.retry_after_seconds is None) == (status is TaskStatus.RETRIED):
             raise ValueError("retryAfterSeconds is required with RETRIED, and only there")
         return self
@@ -172,21 +210,56 @@ class ReportsIn(Body):
     reports: list[ReportItemIn] = Field(min_length=1, max_length=100)
 
 
-class HeartbeatIn(Body):
-    lease_id: uuid.UUID
+class ProgressIn(Body):
     progress: int | None = Field(default=None, ge=0, le=100)
+    message: Annotated[str, _text(0, 500), AfterValidator(_no_nul)] | None = None
+    current: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    total: int | None = Field(default=None, ge=1, le=2**63 - 1)
+
+    @model_validator(mode="after")
+    def _counts_fit(self) -> Self:
+        if (self.current is None) != (self.total is None):
+            raise ValueError("current and total go together")
+        if self.current is not None and self.total is not None and self.current > self.total:
+            raise ValueError("current must not be more than total")
+        return self
+
+    @property
+    def percent(self) -> int | None:
+        if self.progress is not None or self.current is None or self.total is None:
+            return self.progress
+        return (100 * self.current) // self.total
+
+
+class HeartbeatIn(ProgressIn):
+    lease_id: uuid.UUID
     lease_seconds: LeaseSeconds | None = None
 
 
-class HeartbeatItemIn(Body):
+class HeartbeatItemIn(ProgressIn):
     task_id: uuid.UUID
     lease_id: uuid.UUID
-    progress: int | None = Field(default=None, ge=0, le=100)
 
 
 class HeartbeatsIn(Body):
     heartbeats: list[HeartbeatItemIn] = Field(min_length=1, max_length=100)
     lease_seconds: LeaseSeconds | None = None
+
+
+class TaskEventIn(Body):
+    name: Annotated[str, _text(1, 100), AfterValidator(_no_nul)]
+    message: Reason | None = None
+    level: Literal["info", "warning", "error"] = "info"
+    fields: JsonObject | None = None
+    lease_id: uuid.UUID | None = None
+
+    @model_validator(mode="after")
+    def _fields_fit(self) -> Self:
+        limit = 16 * 1024
+        compact = json.dumps(self.fields, separators=(",", ":"), ensure_ascii=False)
+        if self.fields is not None and len(compact.encode()) > limit:
+            raise ValueError(f"fields must be at most {limit} bytes of JSON")
+        return self
 
 
 class ClaimIn(Body):
@@ -202,7 +275,17 @@ class ClaimIn(Body):
 
 
 class Query(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """A query string: a parameter the route does not take is refused, as the manager
+    refuses it; a list field takes the parameter's every value (`?status=A&status=B`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def of(cls, params: httpx.QueryParams) -> Self:
+        values = {
+            name: params.get_list(name) if _is_list(cls, name) else params[name] for name in params
+        }
+        return cls.model_validate(values)
 
 
 class PageQuery(Query):
@@ -215,6 +298,7 @@ class JobsQuery(PageQuery):
     from_date: datetime | None = None
     end_date: datetime | None = None
     priority: Priority | None = None
+    status: list[JobStatus] | None = None
     should_return_stages: bool = False
 
 

@@ -16,9 +16,10 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from .._models import JobStatus, Priority, StageStatus, TaskRetryPolicy, TaskStatus
+from ..wire import SystemReason
 from ._clock import FakeClock
 from ._events import EventLog
-from ._refusals import illegal, not_found, rule
+from ._refusals import Refused, illegal, not_found, rule
 from ._requests import JobIn, StageIn, TaskIn
 from ._rows import JobRow, Row, StageRow, TaskRow, percentage
 
@@ -35,9 +36,7 @@ _USER_JOB_MOVES = {
     (JobStatus.PAUSED, JobStatus.PENDING),
     (JobStatus.PAUSED, JobStatus.ABORTED),
 }
-STAGE_FAILED = "stage failed"
 RowT = TypeVar("RowT", bound=Row)
-JOB_ABORTED = "job aborted"
 
 
 def new_traceparent(parent: str | None = None) -> str:
@@ -79,12 +78,16 @@ class Rules:
 
     # ---- status changes, each logged ----------------------------------------------------
 
-    def move_job(self, job: JobRow, status: JobStatus, at: datetime) -> None:
+    def move_job(
+        self, job: JobRow, status: JobStatus, at: datetime, reason: str | None = None
+    ) -> None:
         previous, job.status, job.update_time = job.status, status, at
-        self.events.job(job, previous, at)
+        _stamp(job, at)
+        self.events.job(job, previous, at, reason)
 
     def move_stage(self, stage: StageRow, status: StageStatus, at: datetime) -> None:
         previous, stage.status, stage.update_time = stage.status, status, at
+        _stamp(stage, at)
         self.events.stage(stage, previous, at)
 
     def move_task(
@@ -93,6 +96,8 @@ class Rules:
         previous, task.status, task.update_time = task.status, status, at
         if status.is_final:
             task.end_time = at
+            if reason is not None:
+                task.reason = reason  # the task says why it ended, as its event does
         self.events.task(task, previous, at, reason)
 
     # ---- creation -----------------------------------------------------------------------
@@ -121,10 +126,19 @@ class Rules:
     def create_job(self, spec: JobIn) -> JobRow:
         at = self.clock.now()
         job = self._new(JobRow, spec, at, name=spec.name, priority=spec.priority)
+        job.not_before, job.deadline = _to_come(spec.not_before, at), spec.deadline
         self.jobs[job.id] = job
         self.events.job(job, None, at)
         for stage in spec.stages or ():
             self._insert_stage(job, stage, at)
+        # A first stage created with an empty list of tasks (not none, to add later): its
+        # turn came with the job, and it passes at once.
+        if (
+            spec.stages
+            and spec.stages[0].tasks == []
+            and job.stages[0].status is StageStatus.PENDING
+        ):
+            self.complete_stage(job, job.stages[0], at)
         return job
 
     def add_stage(self, job_id: uuid.UUID, spec: StageIn) -> StageRow:
@@ -156,6 +170,8 @@ class Rules:
             order=len(job.stages) + 1,
             status=status,
             retry_policy=_policy(spec),
+            allowed_failures=spec.allowed_failures,
+            timeout_seconds=spec.timeout_seconds,
         )
         job.stages.append(stage)
         self.stages[stage.id] = stage
@@ -180,6 +196,7 @@ class Rules:
                 "Tasks cannot be added to a stage that is IN_PROGRESS",
                 "NOT_ALLOWED_TO_ADD_TASKS_TO_IN_PROGRESS_STAGE",
             )
+        job = self.jobs[stage.job_id]
         rows = [
             self._new(
                 TaskRow,
@@ -190,6 +207,8 @@ class Rules:
                 job_id=stage.job_id,
                 max_attempts=spec.max_attempts,
                 retry_policy=_policy(spec) or stage.retry_policy,
+                not_before=_to_come(_later(spec.not_before, job.not_before), at),
+                timeout_seconds=spec.timeout_seconds or stage.timeout_seconds,
             )
             for spec in specs
         ]
@@ -226,21 +245,36 @@ class Rules:
         elif target is JobStatus.PAUSED:
             self.move_job(job, JobStatus.PAUSED, at)
         else:
-            self.move_job(job, self._resumed_status(job), at)
+            resumed = self._resumed_status(job)
+            if resumed is JobStatus.COMPLETED:
+                job.partial = any(st.partial for st in job.stages)
+            self.move_job(job, resumed, at)
             if job.status is JobStatus.COMPLETED:
                 job.percentage = 100
 
     def _abort(self, job: JobRow, at: datetime) -> None:
         """Every unfinished task, then every unfinished stage, then the job: ABORTED."""
+        self._abort_unfinished(job, at, SystemReason.JOB_ABORTED)
+        job.reason = SystemReason.ABORTED_BY_USER
+        self.move_job(job, JobStatus.ABORTED, at)
+        job.percentage = _job_percentage(job)
+
+    def _abort_unfinished(self, job: JobRow, at: datetime, reason: str) -> None:
         tasks = [task for stage in job.stages for task in stage.tasks]
         for task_status in _NON_FINAL_TASK:
             for task in [t for t in tasks if t.status is task_status]:
                 task.not_before = None
-                self.move_task(task, TaskStatus.ABORTED, at, JOB_ABORTED)
+                self.move_task(task, TaskStatus.ABORTED, at, reason)
         for stage_status in _NON_FINAL_STAGE:
             for stage in [st for st in job.stages if st.status is stage_status]:
+                stage.reason = reason
                 self.move_stage(stage, StageStatus.ABORTED, at)
-        self.move_job(job, JobStatus.ABORTED, at)
+
+    def fail_past_deadline(self, job: JobRow, at: datetime) -> None:
+        """A job not final by its deadline fails; its unfinished tasks and stages abort."""
+        self._abort_unfinished(job, at, SystemReason.DEADLINE_EXCEEDED)
+        job.reason = SystemReason.DEADLINE_EXCEEDED
+        self.move_job(job, JobStatus.FAILED, at, SystemReason.DEADLINE_EXCEEDED)
         job.percentage = _job_percentage(job)
 
     @staticmethod
@@ -252,6 +286,28 @@ class Rules:
             return JobStatus.COMPLETED
         started = any(t.start_time is not None for st in job.stages for t in st.tasks)
         return JobStatus.IN_PROGRESS if started else JobStatus.PENDING
+
+    def retry_job(self, job_id: uuid.UUID) -> JobRow:
+        """A FAILED job's failed stage runs again: its FAILED and ABORTED tasks get a fresh
+        set of attempts; the stage and the job go back to IN_PROGRESS."""
+        job = self.job(job_id)
+        if job.status is not JobStatus.FAILED:
+            raise Refused(
+                409, "JOB_NOT_FAILED", f"Job is {job.status}; only a FAILED job can be retried"
+            )
+        at = self.clock.now()
+        stage = next(st for st in job.stages if st.status is StageStatus.FAILED)
+        for source in (TaskStatus.FAILED, TaskStatus.ABORTED):
+            for task in [t for t in stage.tasks if t.status is source]:
+                task.attempts, task.end_time, task.not_before = 0, None, None
+                task.lease_id = task.lease_expires_at = task.lease_seconds = None
+                self.move_task(task, TaskStatus.PENDING, at, SystemReason.RETRIED_BY_USER)
+                task.reason = None
+        stage.reason = None
+        self.move_stage(stage, StageStatus.IN_PROGRESS, at)
+        job.reason = job.failed_task_id = job.failed_stage_id = None
+        self.move_job(job, JobStatus.IN_PROGRESS, at, SystemReason.RETRIED_BY_USER)
+        return job
 
     def set_priority(self, job_id: uuid.UUID, priority: Priority) -> bool:
         job = self.job(job_id)
@@ -277,47 +333,74 @@ class Rules:
     # ---- what follows from a stage's tasks ----------------------------------------------
 
     def settle_stage(self, stage: StageRow, at: datetime) -> None:
-        """After tasks of `stage` moved: fail or complete it if it is done."""
-        if stage.status.is_final:
+        """After tasks of `stage` moved: fail or complete it if it is done. A stage whose
+        turn has not come waits for it; a cancelled task counts as neither done nor failed."""
+        if stage.status not in (StageStatus.PENDING, StageStatus.IN_PROGRESS):
             return
         job = self.jobs[stage.job_id]
-        summary = stage.summary()
-        if summary["failed"]:
+        if stage.summary()["failed"] > stage.allowed_failures:
             self._fail_job_from(job, stage, at)
-        elif summary["total"] and summary["completed"] == summary["total"]:
+        elif stage.tasks and not _open(stage):
             self.complete_stage(job, stage, at)
 
     def _fail_job_from(self, job: JobRow, stage: StageRow, at: datetime) -> None:
         """A task failed for good: its stage and job fail; its tasks that have not
         started are aborted (running ones may still report)."""
+        failed = [t for t in stage.tasks if t.status is TaskStatus.FAILED]
+        last = max(failed, key=lambda t: (t.end_time or at, t.seq), default=None)
+        stage.reason = job.reason = (last.reason if last else None) or SystemReason.TASK_FAILED
+        job.failed_stage_id, job.failed_task_id = stage.id, last.id if last else None
         self.move_stage(stage, StageStatus.FAILED, at)
         self.move_job(job, JobStatus.FAILED, at)
         for source in _CLAIMABLE:
             for task in [t for t in stage.tasks if t.status is source]:
                 task.not_before = None
-                self.move_task(task, TaskStatus.ABORTED, at, STAGE_FAILED)
+                self.move_task(task, TaskStatus.ABORTED, at, SystemReason.STAGE_FAILED)
 
     def complete_stage(self, job: JobRow, stage: StageRow, at: datetime) -> None:
         """Complete `stage` and pass the turn on: the next stage runs (or, without tasks,
         completes at once, and so on), or stays WAITING for approval; after the last,
         the job completes, unless it is paused (then its resume completes it)."""
         if stage.status is not StageStatus.COMPLETED:
+            stage.partial = stage.summary()["failed"] > 0  # failures it allowed
             self.move_stage(stage, StageStatus.COMPLETED, at)
         while True:
             following = job.stages[stage.order] if stage.order < len(job.stages) else None
             if following is None:
                 if job.status is not JobStatus.PAUSED:
+                    job.partial = any(st.partial for st in job.stages)
                     self.move_job(job, JobStatus.COMPLETED, at)
                 break
             if following.status is not StageStatus.CREATED:
                 break  # WAITING: it holds until approved
             self.move_stage(following, StageStatus.PENDING, at)
-            if following.tasks:
+            if _open(following):
                 break
             self.move_stage(following, StageStatus.COMPLETED, at)
             stage = following
         job.percentage = _job_percentage(job)
         job.update_time = at
+
+
+def _open(stage: StageRow) -> int:
+    """Its tasks not final yet."""
+    return sum(1 for task in stage.tasks if not task.status.is_final)
+
+
+def _later(*times: datetime | None) -> datetime | None:
+    return max((t for t in times if t is not None), default=None)
+
+
+def _to_come(time: datetime | None, at: datetime) -> datetime | None:
+    """A schedule still to come, or None (a past one holds nothing back)."""
+    return time if time is not None and time > at else None
+
+
+def _stamp(row: JobRow | StageRow, at: datetime) -> None:
+    """A job or stage starts at its first IN_PROGRESS and ends at a final status."""
+    if row.status == "IN_PROGRESS" and row.start_time is None:
+        row.start_time = at
+    row.end_time = (row.end_time or at) if row.status.is_final else None
 
 
 def _policy(spec: StageIn | TaskIn) -> TaskRetryPolicy | None:

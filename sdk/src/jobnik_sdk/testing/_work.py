@@ -7,18 +7,25 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from .._models import JobStatus, Priority, StageStatus, TaskStatus
+from .._models import Event, JobStatus, Priority, StageStatus, TaskStatus
 from .._reports import HeartbeatAnswer, TaskReport
-from ._refusals import Refused, illegal, lease_lost, not_found
+from ..wire import SystemReason
+from ._refusals import Refused, illegal, invalid, lease_lost, not_found
+from ._requests import TaskEventIn
 from ._rows import TaskRow
 from ._state import Rules
 
 DEFAULT_LEASE = timedelta(minutes=30)
-LEASE_EXPIRED = "lease expired"
 _PRIORITY_RANK = {p: i for i, p in enumerate(Priority)}
 _CLAIMING_JOB = (JobStatus.PENDING, JobStatus.IN_PROGRESS)
 _ACTIVE_STAGE = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
-_REPORTED = (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED)
+# What a report may do to a task: settle a running one, or cancel one not yet final.
+_REPORTABLE = {
+    *((TaskStatus.IN_PROGRESS, reported) for reported in TaskStatus if reported.is_final),
+    (TaskStatus.IN_PROGRESS, TaskStatus.RETRIED),
+    (TaskStatus.PENDING, TaskStatus.ABORTED),
+    (TaskStatus.RETRIED, TaskStatus.ABORTED),
+}
 
 
 class State(Rules):
@@ -39,7 +46,28 @@ class State(Rules):
             key=lambda t: (t.lease_expires_at, t.seq),
         )
         if expired:
-            self.settle([TaskReport.failed(t.id, reason=LEASE_EXPIRED) for t in expired], at)
+            self.settle(
+                [TaskReport.failed(t.id, reason=SystemReason.LEASE_EXPIRED) for t in expired], at
+            )
+        # Then, as the manager's tick: attempts past their time limit, jobs past their
+        # deadline.
+        timed_out = sorted(
+            (
+                t
+                for t in self.tasks.values()
+                if t.status is TaskStatus.IN_PROGRESS
+                and t.timeout_seconds is not None
+                and t.start_time is not None
+                and t.start_time + timedelta(seconds=t.timeout_seconds) <= at
+            ),
+            key=lambda t: (t.start_time or at, t.seq),
+        )
+        if timed_out:
+            reason = SystemReason.TIMED_OUT
+            self.settle([TaskReport.failed(t.id, reason=reason) for t in timed_out], at)
+        for job in sorted(self.jobs.values(), key=lambda j: (j.deadline or at, j.seq)):
+            if job.deadline is not None and job.deadline <= at and not job.status.is_final:
+                self.fail_past_deadline(job, at)
 
     # ---- claims -------------------------------------------------------------------------
 
@@ -59,6 +87,7 @@ class State(Rules):
             task.lease_id, task.lease_expires_at = uuid.uuid4(), at + length
             task.lease_seconds, task.worker = length.total_seconds(), worker
             task.progress, task.not_before, task.start_time = None, None, at
+            task.progress_message = None
             self.move_task(task, TaskStatus.IN_PROGRESS, at)
         stages = {self.stages[t.stage_id] for t in ready}
         for stage in sorted(stages, key=lambda st: st.id):
@@ -82,7 +111,12 @@ class State(Rules):
     # ---- leases -------------------------------------------------------------------------
 
     def heartbeat(
-        self, task_id: uuid.UUID, lease_id: uuid.UUID, progress: int | None, lease: timedelta | None
+        self,
+        task_id: uuid.UUID,
+        lease_id: uuid.UUID,
+        progress: int | None,
+        message: str | None,
+        lease: timedelta | None,
     ) -> HeartbeatAnswer:
         """Extend a live lease; an aborted task tells its holder to stop."""
         task = self.task(task_id)
@@ -102,9 +136,26 @@ class State(Rules):
         task.lease_expires_at = at + length
         if progress is not None:
             task.progress = progress
+        if message is not None:
+            task.progress_message = message
         return HeartbeatAnswer(
             lease_expires_at=task.lease_expires_at, cancel_requested=False, job_status=job_status
         )
+
+    def add_task_event(self, task_id: uuid.UUID, spec: TaskEventIn) -> Event:
+        """An entry for the task's job history; only the lease's holder adds one while
+        the task runs."""
+        task = self.task(task_id)
+        at = self.clock.now()
+        running = task.status is TaskStatus.IN_PROGRESS
+        if running and spec.lease_id is None:
+            raise invalid(
+                "leaseId is required while the task runs: only its holder adds to its history"
+            )
+        if spec.lease_id is not None and not _live(task, spec.lease_id, at):
+            raise lease_lost()
+        entry = spec.model_dump(include={"name", "level", "message", "fields"})
+        return self.events.added(task, at, running, **entry)
 
     # ---- reports ------------------------------------------------------------------------
 
@@ -143,9 +194,14 @@ class State(Rules):
             ):
                 return False  # the answer to the first report was lost; say it again
             raise lease_lost()
-        if report.status not in _REPORTED or task.status is not TaskStatus.IN_PROGRESS:
+        if (task.status, report.status) not in _REPORTABLE:
             raise illegal("TASK", task.status, report.status)
         target = report.status
+        if target is TaskStatus.ABORTED:  # cancelled, whoever holds it
+            task.not_before = None
+            task.reason = report.reason or SystemReason.CANCELLED_BY_USER
+            self.move_task(task, target, at, task.reason)
+            return True
         delay = report.retry_after
         if target is TaskStatus.FAILED:
             task.attempts += 1
@@ -154,7 +210,7 @@ class State(Rules):
                 policy = task.retry_policy
                 delay = policy.delay_after(task.attempts) if policy is not None else None
         if target is TaskStatus.COMPLETED:
-            task.result, task.reason = report.result, None
+            task.result, task.reason, task.progress = report.result, None, 100
         else:
             task.reason = report.reason
         if delay is not None and delay > timedelta(0):
