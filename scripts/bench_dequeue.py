@@ -23,12 +23,13 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+from bench_rows import TRACEPARENT, add_job_and_stage
 from sqlalchemy import insert, text
 
 from jobnik_manager.app import create_app
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Job, Stage, Task
+from jobnik_manager.db.models import Task
 from jobnik_manager.services.claims import claim_tasks
 from jobnik_manager.settings import Settings
 
@@ -56,45 +57,8 @@ async def add_tasks(db: Database, n: int, *, finished: bool, jobs: int = 1) -> N
     per_job = n // jobs
     async with db.sessions() as s, s.begin():
         for _ in range(jobs):
-            job_id, stage_id = uuid.uuid4(), uuid.uuid4()
-            common = {
-                "data": {},
-                "user_metadata": {},
-                "traceparent": "00-" + "0" * 32 + "-" + "0" * 16 + "-01",
-            }
-            await s.execute(
-                insert(Job).values(
-                    id=job_id,
-                    name="bench",
-                    priority="MEDIUM",
-                    percentage=0,
-                    tracestate=None,
-                    status="COMPLETED" if finished else "PENDING",
-                    creation_time=now,
-                    update_time=now,
-                    **common,
-                )
-            )
-            await s.execute(
-                insert(Stage).values(
-                    id=stage_id,
-                    job_id=job_id,
-                    type=STAGE_TYPE,
-                    stage_order=1,
-                    percentage=0,
-                    status="COMPLETED" if finished else "PENDING",
-                    created=0,
-                    pending=0 if finished else per_job,
-                    in_progress=0,
-                    retried=0,
-                    completed=per_job if finished else 0,
-                    failed=0,
-                    aborted=0,
-                    tracestate=None,
-                    creation_time=now,
-                    update_time=now,
-                    **common,
-                )
+            job_id, stage_id = await add_job_and_stage(
+                s, name="bench", stage_type=STAGE_TYPE, tasks=per_job, finished=finished, now=now
             )
             rows = [
                 {
@@ -112,7 +76,9 @@ async def add_tasks(db: Database, n: int, *, finished: bool, jobs: int = 1) -> N
                     "update_time": now,
                     "start_time": now if finished else None,
                     "end_time": now if finished else None,
-                    **common,
+                    "data": {},
+                    "user_metadata": {},
+                    "traceparent": TRACEPARENT,
                 }
                 for _ in range(per_job)
             ]

@@ -60,12 +60,13 @@ import asyncpg
 import httpx
 import orjson
 from bench_http import Connection
-from sqlalchemy import Uuid, bindparam, func, insert, select, text
+from bench_rows import TRACEPARENT, add_job_and_stage
+from sqlalchemy import Uuid, bindparam, func, select, text
 from sqlalchemy.engine import make_url
 
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Event, Job, Stage, Task
+from jobnik_manager.db.models import Event, Job, Task
 from jobnik_manager.db.types import UtcDateTime
 from jobnik_sdk import JobnikClient, TaskContext, TaskReport, Worker
 
@@ -78,7 +79,6 @@ MODES = ("create", "sdk", "v1", "batch")
 CHILD = "--drain-child"  # hidden sub-command: one drain in a process of its own
 SELF = Path(__file__).resolve()
 REPO = SELF.parents[1]
-TRACEPARENT = "00-" + "0" * 32 + "-" + "0" * 16 + "-01"
 FINAL_JOB_STATUSES = ("COMPLETED", "FAILED", "ABORTED")
 T = TypeVar("T")
 
@@ -720,39 +720,9 @@ async def add_history(url: str, stage_types: list[str], total: int) -> float:
             n = share + (1 if i < extra else 0)
             if n == 0:
                 continue
-            job_id, stage_id = uuid.uuid4(), uuid.uuid4()
-            common = {"data": {}, "user_metadata": {}, "traceparent": TRACEPARENT}
-            times = {"creation_time": now, "update_time": now}
             async with db.sessions() as s, s.begin():
-                await s.execute(
-                    insert(Job).values(
-                        id=job_id,
-                        name="bench-history",
-                        priority="MEDIUM",
-                        status="COMPLETED",
-                        percentage=100,
-                        **common,
-                        **times,
-                    )
-                )
-                await s.execute(
-                    insert(Stage).values(
-                        id=stage_id,
-                        job_id=job_id,
-                        type=stage_type,
-                        stage_order=1,
-                        status="COMPLETED",
-                        percentage=100,
-                        created=0,
-                        pending=0,
-                        in_progress=0,
-                        retried=0,
-                        completed=n,
-                        failed=0,
-                        aborted=0,
-                        **common,
-                        **times,
-                    )
+                job_id, stage_id = await add_job_and_stage(
+                    s, name="bench-history", stage_type=stage_type, tasks=n, finished=True, now=now
                 )
                 params = {
                     "job_id": job_id,

@@ -1,0 +1,41 @@
+"""Rows the benchmarks insert straight into the database, past the API: a job with one
+stage, to hold tasks that are claimable or finished long ago."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from jobnik_manager.db.models import Job, Stage
+from jobnik_manager.domain.summary import Summary
+
+TRACEPARENT = "00-" + "0" * 32 + "-" + "0" * 16 + "-01"
+
+
+async def add_job_and_stage(
+    s: AsyncSession, *, name: str, stage_type: str, tasks: int, finished: bool, now: datetime
+) -> tuple[uuid.UUID, uuid.UUID]:
+    """A job and its one stage of `stage_type`, counting `tasks` tasks: COMPLETED if
+    `finished`, else PENDING (inserting the tasks is the caller's part). Their ids."""
+    job_id, stage_id = uuid.uuid4(), uuid.uuid4()
+    common = {
+        "status": "COMPLETED" if finished else "PENDING",
+        "percentage": 100 if finished else 0,
+        "data": {},
+        "user_metadata": {},
+        "traceparent": TRACEPARENT,
+        "tracestate": None,
+        "creation_time": now,
+        "update_time": now,
+    }
+    await s.execute(insert(Job).values(id=job_id, name=name, priority="MEDIUM", **common))
+    counts = Summary(completed=tasks) if finished else Summary(pending=tasks)
+    await s.execute(
+        insert(Stage).values(
+            id=stage_id, job_id=job_id, type=stage_type, stage_order=1, **counts.counts(), **common
+        )
+    )
+    return job_id, stage_id
