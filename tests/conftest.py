@@ -16,13 +16,12 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from jobnik_manager.app import create_app
 from jobnik_manager.clock import Clock, SystemClock
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
-from jobnik_manager.settings import Settings
 
 from .support.api import Api
+from .support.apps import app_on
 
 POSTGRES_URL = os.environ.get(
     "JOBNIK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_test"
@@ -101,12 +100,11 @@ TABLES = ("events", "tasks", "stages", "jobs", "idempotency_keys", "outbox")
 async def _emptied(url: str, clock: Clock) -> AsyncIterator[Database]:
     """The database at `url` with every table emptied, disposed of on exit."""
     database = Database(url, pool_size=20, clock=clock)
+    # DELETE, children first, on PostgreSQL too: on tables this small it takes a quarter
+    # of a TRUNCATE's time, which a thousand tests would pay.
     async with database.engine.begin() as conn:
-        if database.is_sqlite:
-            for table in TABLES:
-                await conn.execute(text(f"DELETE FROM {table}"))
-        else:
-            await conn.execute(text(f"TRUNCATE {', '.join(TABLES)}"))
+        for table in TABLES:
+            await conn.execute(text(f"DELETE FROM {table}"))
     try:
         yield database
     finally:
@@ -129,10 +127,10 @@ async def db(database_url: str, clock: Clock) -> AsyncIterator[Database]:
 @asynccontextmanager
 async def app_client(db: Database) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client on the real app, in-process."""
-    app = create_app(Settings(database_url=db.url), database=db)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://manager") as c:
-        yield c
+    with app_on(db) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://manager") as c:
+            yield c
 
 
 @pytest.fixture

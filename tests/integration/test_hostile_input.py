@@ -13,12 +13,12 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Job, Stage, Task
 from jobnik_manager.settings import Settings
 
 from ..support.api import Api
+from ..support.apps import app_on
 
 SURROGATE = "\\udfff"  # as JSON spells it: a lone (low) surrogate
 NUL = "\\u0000"
@@ -244,10 +244,10 @@ CASES = [
 @pytest.fixture
 async def guarded(db: Database) -> AsyncIterator[Api]:
     """The app with small limits."""
-    app = create_app(Settings(database_url=db.url, **LIMITS), database=db)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://manager") as client:
-        yield Api(client)
+    with app_on(db, Settings(database_url=db.url, **LIMITS)) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://manager") as client:
+            yield Api(client)
 
 
 async def counts(db: Database) -> dict[str, int]:

@@ -5,13 +5,13 @@ test holds the fake to the manager's behaviour."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import httpx
 import pytest
 
-from jobnik_manager.app import create_app
 from jobnik_manager.clock import Clock, ManualClock
 from jobnik_manager.db.engine import Database
 from jobnik_manager.dispatch.outbox import Outbox
@@ -21,6 +21,7 @@ from jobnik_sdk import Backoff, JobnikClient, RequestRetryPolicy
 from jobnik_sdk.testing import FakeClock, FakeJobnik, FakeManager
 
 from ..support.api import Api
+from ..support.apps import app_on
 from ..support.invariants import assert_invariants
 
 # What the SDK tests run against: the manager through the SDK, or the fake.
@@ -32,9 +33,12 @@ FAST_RETRY = RequestRetryPolicy(
 )
 
 
-def in_process_client(database: Database) -> JobnikClient:
-    app = create_app(Settings(database_url=database.url), database=database)
-    return JobnikClient("http://manager", transport=httpx.ASGITransport(app=app), retry=FAST_RETRY)
+@asynccontextmanager
+async def in_process_client(database: Database) -> AsyncIterator[JobnikClient]:
+    with app_on(database) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with JobnikClient("http://manager", transport=transport, retry=FAST_RETRY) as client:
+            yield client
 
 
 @pytest.fixture
@@ -97,12 +101,12 @@ async def api(surface_url: str | None) -> AsyncIterator[Api]:
             yield Api(http)
         return
     database = Database(surface_url, pool_size=5)
-    app = create_app(Settings(database_url=surface_url), database=database)
     try:
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://manager"
-        ) as http:
-            yield Api(http)
+        with app_on(database) as app:
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://manager"
+            ) as http:
+                yield Api(http)
         await assert_invariants(database)
     finally:
         await database.dispose()
@@ -134,18 +138,18 @@ async def timed(surface_url: str | None) -> AsyncIterator[Timed]:
         return
     clock = ManualClock()
     database = Database(surface_url, pool_size=5, clock=clock).with_hooks(Outbox())
-    app = create_app(Settings(database_url=surface_url, maintenance=False), database=database)
-
-    async def advance(by: timedelta) -> None:
-        clock.advance(by)
-        # The app's own view of the database, whose hooks wake its waiting claims.
-        await run_tick(app.state.database)
-
     try:
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://manager"
-        ) as http:
-            yield Timed(Api(http), clock.now, advance, database)
+        with app_on(database, Settings(database_url=surface_url, maintenance=False)) as app:
+
+            async def advance(by: timedelta) -> None:
+                clock.advance(by)
+                # The app's own view of the database, whose hooks wake its waiting claims.
+                await run_tick(app.state.database)
+
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://manager"
+            ) as http:
+                yield Timed(Api(http), clock.now, advance, database)
         await assert_invariants(database)
     finally:
         await database.dispose()

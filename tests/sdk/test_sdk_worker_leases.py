@@ -152,7 +152,12 @@ async def test_a_lost_lease_cancels_the_handler_and_drops_the_task_quietly(
     assert spy.reports == []
     lost = [r for r in caplog.records if "lease was lost" in r.getMessage()]
     assert [r.levelno for r in lost] == [logging.WARNING]
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    # The worker's own log only: the in-process manager may log a request that the
+    # worker's heartbeat timeout cancelled halfway, which a real server would not see.
+    worker_errors = [
+        r for r in caplog.records if r.name.startswith("jobnik_sdk") and r.levelno >= logging.ERROR
+    ]
+    assert worker_errors == []
     task = await surface.get_task(created.id)
     if isinstance(surface, FakeJobnik):
         # The fake reaps at once; the manager's reaper is not running in-process.

@@ -30,10 +30,10 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
     # With a broker, changes write outbox rows for the relay to publish.
     outbox = Outbox() if settings.amqp_url else None
     given = database or Database(settings.database_url, pool_size=settings.db_pool_size)
-    db = given.with_hooks(waiters, *([outbox] if outbox else []))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        db: Database = app.state.database
         loops = []
         if settings.maintenance:
             loops.append(
@@ -63,9 +63,10 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         description="Jobs made of ordered stages of parallel tasks; Jobnik v1 compatible.",
         lifespan=lifespan,
     )
-    app.state.database = db
     app.state.waiters = waiters
+    app.state.outbox = outbox
     app.state.settings = settings
+    use_database(app, given)
     install_error_handlers(app)
     install_openapi(app)
     # What a 405's Allow and the documented-method check read (api/errors.py).
@@ -87,3 +88,11 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         max_body_values=settings.max_body_values,
     )
     return app
+
+
+def use_database(app: FastAPI, database: Database) -> None:
+    """Serve `app` from `database`, with the hooks that wake its waiting claims and fill
+    its outbox. An app prepares each route on its first request (some milliseconds a
+    route), so one that serves several databases in turn prepares them once."""
+    outbox: Outbox | None = app.state.outbox
+    app.state.database = database.with_hooks(app.state.waiters, *([outbox] if outbox else []))
