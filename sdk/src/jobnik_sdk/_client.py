@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from types import TracebackType
 
 import httpx
 
@@ -65,12 +64,7 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
     async def __aenter__(self) -> JobnikClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     def __repr__(self) -> str:

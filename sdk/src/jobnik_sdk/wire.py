@@ -12,7 +12,16 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 
-class JobStatus(StrEnum):
+class _Status(StrEnum):
+    """What the three status enums share: COMPLETED, FAILED and ABORTED are final."""
+
+    @property
+    def is_final(self) -> bool:
+        """True for COMPLETED, FAILED and ABORTED: nothing changes it after them."""
+        return self.value in _FINAL
+
+
+class JobStatus(_Status):
     """Status of a job. COMPLETED, FAILED and ABORTED are final."""
 
     CREATED = "CREATED"
@@ -23,13 +32,8 @@ class JobStatus(StrEnum):
     FAILED = "FAILED"
     ABORTED = "ABORTED"
 
-    @property
-    def is_final(self) -> bool:
-        """True for COMPLETED, FAILED and ABORTED: nothing changes a job after them."""
-        return self in _FINAL
 
-
-class StageStatus(StrEnum):
+class StageStatus(_Status):
     """Status of a stage. A WAITING stage needs approval before its tasks can run."""
 
     CREATED = "CREATED"
@@ -41,17 +45,12 @@ class StageStatus(StrEnum):
     ABORTED = "ABORTED"
 
     @property
-    def is_final(self) -> bool:
-        """True for COMPLETED, FAILED and ABORTED."""
-        return self in _FINAL
-
-    @property
     def is_active(self) -> bool:
         """Its tasks may be claimed (when their job allows it too)."""
         return self in (StageStatus.PENDING, StageStatus.IN_PROGRESS)
 
 
-class TaskStatus(StrEnum):
+class TaskStatus(_Status):
     """Status of a task. PENDING and RETRIED tasks are waiting to be claimed."""
 
     CREATED = "CREATED"
@@ -61,11 +60,6 @@ class TaskStatus(StrEnum):
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     ABORTED = "ABORTED"
-
-    @property
-    def is_final(self) -> bool:
-        """True for COMPLETED, FAILED and ABORTED."""
-        return self in _FINAL
 
     @property
     def is_claimable(self) -> bool:

@@ -5,7 +5,7 @@ No `from __future__ import annotations` here: the route's annotations name a loc
 
 import uuid
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,6 +29,12 @@ ERRORS: Responses = {
 CREATE_ERRORS: Responses = {
     **ERRORS,
     409: {"model": ErrorMessage, "description": "IDEMPOTENCY_KEY_REUSED"},
+}
+# What every route that creates under an Idempotency-Key passes to its decorator.
+CREATES: dict[str, Any] = {
+    "status_code": 201,
+    "response_model_exclude_none": True,
+    "responses": CREATE_ERRORS,
 }
 RETRY_ERRORS: Responses = {
     **ERRORS,

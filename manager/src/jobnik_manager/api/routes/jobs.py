@@ -35,7 +35,7 @@ from ..schemas import (
 )
 from ..transaction import in_transaction
 from .common import (
-    CREATE_ERRORS,
+    CREATES,
     ERRORS,
     RETRY_ERRORS,
     add_user_metadata_route,
@@ -74,13 +74,7 @@ async def find_jobs(
     return await in_transaction(db, work)
 
 
-@router.post(
-    "",
-    status_code=201,
-    response_model=JobOut,
-    response_model_exclude_none=True,
-    responses=CREATE_ERRORS,
-)
+@router.post("", response_model=JobOut, **CREATES)
 async def create_job(
     db: DatabaseDep,
     request: Request,
@@ -181,13 +175,7 @@ async def get_job_stages(
     return await in_transaction(db, work)
 
 
-@router.post(
-    "/{jobId}/stage",
-    status_code=201,
-    response_model=StageOut,
-    response_model_exclude_none=True,
-    responses=CREATE_ERRORS,
-)
+@router.post("/{jobId}/stage", response_model=StageOut, **CREATES)
 async def add_stage(
     db: DatabaseDep,
     request: Request,

@@ -30,7 +30,7 @@ from ..schemas import (
     TaskOut,
 )
 from ..transaction import in_transaction
-from .common import ERRORS, add_user_metadata_route, stages_out
+from .common import CREATES, ERRORS, add_user_metadata_route, stages_out
 
 router = APIRouter(prefix="/v1/stages", tags=["stages"], route_class=CreateRoute)
 StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
@@ -104,13 +104,7 @@ async def get_stage_tasks(db: DatabaseDep, stageId: uuid.UUID, page: PageDep) ->
     return await in_transaction(db, work)
 
 
-@router.post(
-    "/{stageId}/tasks",
-    status_code=201,
-    response_model=list[TaskOut],
-    response_model_exclude_none=True,
-    responses=ERRORS,
-)
+@router.post("/{stageId}/tasks", response_model=list[TaskOut], **CREATES)
 async def add_tasks(
     db: DatabaseDep,
     request: Request,
