@@ -8,10 +8,12 @@ import json
 import logging
 import logging.config
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from jobnik_sdk import Backoff, JobStatus, NewStage, NewTask, TaskContext, Worker
 from jobnik_sdk.logs import (
     TEXT_FORMAT,
     JsonFormatter,
@@ -20,6 +22,9 @@ from jobnik_sdk.logs import (
     log_context,
     uvicorn_log_config,
 )
+from jobnik_sdk.testing import FakeJobnik
+
+QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
 
 
 @pytest.fixture
@@ -142,4 +147,48 @@ def test_uvicorns_error_and_access_lines_use_the_same_format(
         "GET",
         "/v1/jobs?page=2",
         200,
+    )
+
+
+async def test_a_workers_handler_logs_json_lines_with_the_tasks_ids(root_logging: None) -> None:
+    fake = FakeJobnik()
+    job = await fake.create_job(
+        "logged-json", stages=[NewStage(type="json-logged", tasks=[NewTask(data={"n": 1})])]
+    )
+    stream = io.StringIO()
+    configure_logging("INFO", "json", stream=stream)
+
+    async def handler(data: dict[str, Any], ctx: TaskContext) -> None:
+        # The handler's own logger, not ctx.logger: the ids come from the log context.
+        logging.getLogger("tests.handler").info("rendering %d", data["n"])
+
+    async with Worker(
+        fake,
+        stage_types="json-logged",
+        handler=handler,
+        name="json-worker",
+        poll_backoff=QUICK,
+        handle_signals=False,
+    ):
+        done = await fake.wait(job.id, timeout=timedelta(seconds=10))
+    assert done.status is JobStatus.COMPLETED
+    task = (await fake.get_job_stages(job.id, with_tasks=True))[0].tasks[0]  # type: ignore[index]
+    logged = lines(stream)
+    ids = {
+        "task_id": str(task.id),
+        "job_id": str(job.id),
+        "stage_id": str(task.stage_id),
+        "stage_type": "json-logged",
+        "worker": "json-worker",
+    }
+    (mine,) = [line for line in logged if line["logger"] == "tests.handler"]
+    assert mine["message"] == "rendering 1"
+    assert ids.items() <= mine.items()
+    assert mine["lease_id"]
+    # The Worker's own lines about the task (started, done) carry them too.
+    about_task = [line for line in logged if str(task.id) in line["message"]]
+    assert len(about_task) >= 2
+    assert all(ids.items() <= line.items() for line in about_task)
+    assert all(
+        line["worker"] == "json-worker" for line in logged if line["logger"] == "jobnik_sdk.worker"
     )

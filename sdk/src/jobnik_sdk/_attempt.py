@@ -21,6 +21,7 @@ from ._handler import Handler
 from ._logs import Log, TaskIds, task_logging
 from ._models import Job, Stage, Task, TaskStatus
 from ._reports import MAX_REASON, TaskReport
+from .logs import log_context
 
 SHUTDOWN_REASON = "handed back: the worker shut down while it ran"
 _JSON_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
@@ -76,8 +77,10 @@ class Attempt:
         log: Log,
         on_progress: Callable[[], None],
         stage: Stage | None = None,
+        worker: str | None = None,
     ) -> None:
         self.task = task
+        self.worker = worker
         # The attempt's lines name the task, and its job and stage type once known.
         self.ids = TaskIds(task.id)
         if stage is not None:
@@ -125,8 +128,10 @@ class Attempt:
         self, handler: Handler[Any], bind: Callable[[Task], Any], ctx: TaskContext
     ) -> Any:
         """Bind the task's data and await the handler, with the task as the current one
-        for logging (see `_logs`) throughout. Its ending is read by `outcome`."""
-        with task_logging(self.ids):
+        for logging (see `_logs`) and its ids in the log context (see `logs`)
+        throughout, so the handler's own lines carry them. Its ending is read by
+        `outcome`."""
+        with task_logging(self.ids), log_context(**self.log_ids):
             data = bind(self.task)
             ctx.logger.info("started (attempt %d of %d)", ctx.attempt, self.task.max_attempts)
             began = time.monotonic()
@@ -188,7 +193,20 @@ class Attempt:
     @property
     def extra(self) -> dict[str, str]:
         """The ids a log record about the task carries as attributes."""
-        return self.ids.extra
+        known = {key: str(value) for key, value in self.log_ids.items() if value is not None}
+        return {**self.ids.extra, **known}
+
+    @property
+    def log_ids(self) -> dict[str, object]:
+        """The worker, the task, its stage, job, stage type and lease, as known."""
+        return {
+            "worker": self.worker,
+            "stage_type": self.ids.stage_type,
+            "task_id": self.task.id,
+            "job_id": self.ids.job_id,
+            "stage_id": self.task.stage_id,
+            "lease_id": self.task.lease_id,
+        }
 
     # ---- once it has ended --------------------------------------------------------------
 

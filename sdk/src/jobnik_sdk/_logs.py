@@ -89,11 +89,17 @@ class TaskLogFilter(logging.Filter):
 
 class WorkerLog(logging.LoggerAdapter[logging.Logger]):
     """Prefixes each line with the worker's stage types, and gives the record a
-    `stage_types` attribute (as `extra`) for formatters that want it; a line logged
-    while a task's handler runs also gets that task's attributes."""
+    `stage_types` attribute (as `extra`) for formatters that want it, and `worker` (its
+    name) when given; a line logged while a task's handler runs also gets that task's
+    attributes."""
 
-    def __init__(self, logger: logging.Logger, stage_types: list[str]) -> None:
-        super().__init__(logger, {"stage_types": ",".join(stage_types)})
+    def __init__(
+        self, logger: logging.Logger, stage_types: list[str], worker: str | None = None
+    ) -> None:
+        extra = {"stage_types": ",".join(stage_types)}
+        if worker is not None:
+            extra["worker"] = worker
+        super().__init__(logger, extra)
 
     def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
         extra = dict(self.extra or {})

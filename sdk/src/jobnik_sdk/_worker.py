@@ -173,12 +173,12 @@ class Worker(Generic[DataT]):
         self._grace = shutdown_grace
         self._handle_signals = handle_signals
         self._safety_poll = safety_poll
-        self._log = WorkerLog(logger or logging.getLogger("jobnik_sdk.worker"), types)
+        self._log = WorkerLog(logger or logging.getLogger("jobnik_sdk.worker"), types, name)
         self._wakeups = (
             Wakeups(
                 amqp_url,
                 types,
-                logger=WorkerLog(logger or logging.getLogger("jobnik_sdk.wakeup"), types),
+                logger=WorkerLog(logger or logging.getLogger("jobnik_sdk.wakeup"), types, name),
             )
             if amqp_url
             else None
@@ -475,6 +475,7 @@ class Worker(Generic[DataT]):
                 log=self._log,
                 on_progress=self._leases.progress_recorded,
                 stage=self._contexts.known_stage(task.stage_id),  # from the claim, if it said
+                worker=self._name,
             )
             self._leases.add(attempt)
             self._ready.append(attempt)
