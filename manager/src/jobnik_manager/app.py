@@ -16,11 +16,13 @@ from .api.fast_lane import FastLane
 from .api.guard import InputGuard
 from .api.openapi import install_openapi
 from .api.routes import health, jobs, stages, tasks
-from .db.engine import Database
+from .db.engine import Database, TransactionHook
 from .dispatch.outbox import Outbox
 from .dispatch.relay import Relay
 from .dispatch.wakeups import ReadyWaiters, listen
 from .maintenance.loop import run_maintenance
+from .observe.http import RequestMetrics
+from .observe.metrics import MetricsHook
 from .settings import Settings
 
 
@@ -87,6 +89,8 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         max_body_bytes=settings.max_body_bytes,
         max_body_values=settings.max_body_values,
     )
+    if settings.metrics:  # outermost: it counts what the guard refuses too
+        app.add_middleware(RequestMetrics, templates=app.state.route_methods)
     return app
 
 
@@ -94,5 +98,9 @@ def use_database(app: FastAPI, database: Database) -> None:
     """Serve `app` from `database`, with the hooks that wake its waiting claims and fill
     its outbox. An app prepares each route on its first request (some milliseconds a
     route), so one that serves several databases in turn prepares them once."""
-    outbox: Outbox | None = app.state.outbox
-    app.state.database = database.with_hooks(app.state.waiters, *([outbox] if outbox else []))
+    hooks: list[TransactionHook] = [app.state.waiters]
+    if app.state.outbox:
+        hooks.append(app.state.outbox)
+    if app.state.settings.metrics:
+        hooks.append(MetricsHook())
+    app.state.database = database.with_hooks(*hooks)

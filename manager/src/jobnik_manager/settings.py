@@ -79,6 +79,10 @@ class Settings(BaseSettings):
         "larger stages are read a page at a time from GET /v1/stages/{stageId}/tasks",
     )
 
+    metrics: bool = Field(
+        default=True,
+        description="Count what happens and answer GET /metrics (Prometheus' text format)",
+    )
     maintenance: bool = Field(
         default=True,
         description="Run the lease reaper and due-retry loop here (safe on every replica)",

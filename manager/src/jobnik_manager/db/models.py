@@ -81,7 +81,11 @@ class Job(Base):
 
 class Stage(Base):
     __tablename__ = "stages"
-    __table_args__ = (UniqueConstraint("job_id", "stage_order"),)
+    __table_args__ = (
+        UniqueConstraint("job_id", "stage_order"),
+        # Stages that may run, by type: what /metrics sums the task counters of.
+        _partial_index("ix_stages_active", "type", "status IN ('PENDING', 'IN_PROGRESS')"),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
@@ -211,6 +215,18 @@ class IdempotencyKey(Base):
     status_code: Mapped[int] = mapped_column(Integer)
     response: Mapped[Any] = mapped_column(JsonColumn)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+
+
+class StatusCount(Base):
+    """Jobs and stages by status, kept by triggers as rows change (migration 0005): a
+    count is the sum of its slots."""
+
+    __tablename__ = "status_counts"
+
+    entity: Mapped[str] = mapped_column(String(8), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), primary_key=True)
+    slot: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    n: Mapped[int] = mapped_column(BigInteger)
 
 
 class OutboxMessage(Base):

@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import aio_pika
 from aio_pika.abc import AbstractConnection, AbstractExchange
@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database
 from ..db.models import OutboxMessage
+from ..observe.metrics import RELAY_LAG, RELAY_PUBLISHED
 from .outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,10 @@ async def _publish(exchange: AbstractExchange, rows: list[Outgoing]) -> None:
         )
     )
     await asyncio.wait_for(publishes, CONFIRM_TIMEOUT)
+    now = datetime.now(UTC)
+    for row in rows:
+        RELAY_LAG.observe(max((now - row.created_at).total_seconds(), 0.0))
+    RELAY_PUBLISHED.inc(len(rows))
 
 
 class Relay:

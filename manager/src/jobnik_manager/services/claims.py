@@ -7,6 +7,7 @@ first claim of that stage.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from ..db.claim import claim_rows, claim_statement
 from ..db.engine import Database, now_in
 from ..db.first_claim import context_statement, stages_and_jobs, start_statement
 from ..db.models import Job, Stage
+from ..domain import observations
 from ..domain.announcements import ANNOUNCED, announcing
 from ..domain.leases import DEFAULT_LEASE
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
@@ -82,6 +84,24 @@ async def claim(
     second statement (a report that finds it PENDING starts it too), and a third reads
     the context `with_context` asks for.
     """
+    began = time.perf_counter()
+    claimed = await _claim(db, stage_types, limit, lease, worker, with_context)
+    info: dict[str, Any] = {
+        observations.CLAIM_TOOK: (",".join(stage_types), time.perf_counter() - began)
+    }
+    observations.claimed(info, claimed.rows)
+    db.committed(info)
+    return claimed
+
+
+async def _claim(
+    db: Database,
+    stage_types: Sequence[str],
+    limit: int,
+    lease: timedelta | None,
+    worker: str | None,
+    with_context: bool,
+) -> Claimed:
     if db.is_sqlite:
 
         async def claim_and_read(s: AsyncSession) -> Claimed:

@@ -10,6 +10,7 @@ does not stop the others.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from ..db.claim import TASK_COLUMNS
 from ..db.complete import complete_statement
 from ..db.engine import Database, now_in
 from ..db.models import TASKS
+from ..domain import observations
 from ..domain.errors import DomainError, LeaseLost, TaskNotFound
 from ..domain.leases import lease_is_live
 from ..domain.progress import stage_outcome
@@ -90,6 +92,7 @@ async def settle(
     completions that leave their stage open go through one statement of their own
     (`db.complete`); everything else, and anything that statement left, goes through
     `settle_reports` in one transaction."""
+    began = time.perf_counter()
     answers: dict[int, TaskView | DomainError] = {}
     if not db.is_sqlite:
         answers = await _complete_fast(db, items)
@@ -97,6 +100,7 @@ async def settle(
     if rest:
         settled = await db.transaction(lambda s: settle_reports(s, [items[i] for i in rest]))
         answers.update(zip(rest, settled, strict=True))
+    db.committed({observations.REPORT_TOOK: time.perf_counter() - began})
     return [answers[i] for i in range(len(items))]
 
 
@@ -109,15 +113,21 @@ async def _complete_fast(
             first.setdefault(task_id, i)  # a repeated id is left to the full path
     if not first:
         return {}
+    now = db.clock.now()
     params = {
         "ids": list(first),
         "leases": [items[i][1].lease_id for i in first.values()],
         "results": [_json_text(items[i][1].result) for i in first.values()],
-        "now": db.clock.now(),
+        "now": now,
     }
 
-    rows = await db.direct(complete_statement(), params)
-    return {first[row["id"]]: SimpleNamespace(**row) for row in rows}
+    rows = [SimpleNamespace(**row) for row in await db.direct(complete_statement(), params)]
+    if rows:
+        done: dict[str, Any] = {}
+        for row in rows:
+            observations.settled(done, row, TaskStatus.COMPLETED, now, row.start_time)
+        db.committed(done)
+    return {first[row.id]: row for row in rows}
 
 
 def _json_text(result: dict[str, Any] | None) -> str | None:
@@ -159,6 +169,8 @@ async def settle_reports(
         changed[task_id] = task
         moved.append((task.stage_id, previous, outcome.status))
         events.append(task_row(task, previous, outcome.status, now, task.reason))
+        if previous is TaskStatus.IN_PROGRESS:
+            observations.settled(s.info, task, r.status, now, task.start_time)
     if not changed:
         return answers
     await s.execute(

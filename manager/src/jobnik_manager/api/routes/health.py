@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from ...db import migrate
+from ...observe.exposition import CONTENT_TYPE, scrape
 from ..deps import DatabaseDep
 
 router = APIRouter(tags=["health"])
@@ -28,6 +29,14 @@ async def readiness(db: DatabaseDep) -> dict[str, str] | JSONResponse:
             "the database is not at the latest revision: run `jobnik-manager migrate`"
         )
     return {"status": "ok"}
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics(db: DatabaseDep, request: Request) -> Response:
+    """Prometheus' text format (docs/observability.md lists what it holds)."""
+    if not request.app.state.settings.metrics:
+        return JSONResponse({"message": "metrics are off", "code": "NOT_FOUND"}, status_code=404)
+    return Response(await scrape(db), media_type=CONTENT_TYPE)
 
 
 def _not_ready(message: str) -> JSONResponse:

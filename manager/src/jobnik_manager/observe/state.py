@@ -1,0 +1,103 @@
+"""What the database holds, read for a scrape: queues by stage type, jobs and stages by
+status, the outbox. Every read goes through an index or a small table, so a scrape costs
+the same with ten rows as with ten million: waiting and running tasks are summed from the
+counters of the stages that may run (a partial index), the oldest waiting task is the
+first entry of each priority in the claim index, and jobs and stages by status are kept
+by triggers (`status_counts`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import case, func, select, union_all
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.engine import Database, now_in
+from ..db.models import JOBS, STAGES, OutboxMessage, StatusCount, Task
+from ..domain.statuses import CLAIMING_JOB_STATUSES, Priority, StageStatus, TaskStatus
+
+# Leases that run out within this long count as expiring.
+EXPIRING_WITHIN = timedelta(seconds=10)
+_MAY_RUN = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
+
+
+@dataclass
+class State:
+    ready: dict[str, int] = field(default_factory=dict)
+    oldest_ready_age: dict[str, float] = field(default_factory=dict)
+    in_flight: dict[str, int] = field(default_factory=dict)
+    expiring: dict[str, int] = field(default_factory=dict)
+    jobs: dict[str, int] = field(default_factory=dict)
+    stages: dict[str, int] = field(default_factory=dict)
+    outbox_backlog: int = 0
+    outbox_oldest_age: float = 0.0
+
+
+async def read_state(db: Database) -> State:
+    return await db.transaction(_read)
+
+
+async def _read(s: AsyncSession) -> State:
+    now = now_in(s)
+    state = State()
+    job_may_run = JOBS.c.status.in_([st.value for st in CLAIMING_JOB_STATUSES])
+    queues = await s.execute(
+        select(
+            STAGES.c.type,
+            func.sum(case((job_may_run, STAGES.c.pending + STAGES.c.retried), else_=0)),
+            func.sum(STAGES.c.in_progress),
+        )
+        .join(JOBS, JOBS.c.id == STAGES.c.job_id)
+        .where(STAGES.c.status.in_([st.value for st in _MAY_RUN]))
+        .group_by(STAGES.c.type)
+    )
+    for stage_type, ready, running in queues:
+        state.ready[stage_type] = int(ready or 0)
+        state.in_flight[stage_type] = int(running or 0)
+    for stage_type, ready in state.ready.items():
+        if ready:
+            oldest = await _oldest_ready(s, stage_type)
+            state.oldest_ready_age[stage_type] = (
+                0.0 if oldest is None else max((now - oldest).total_seconds(), 0.0)
+            )
+    expiring = await s.execute(
+        select(Task.stage_type, func.count())
+        .where(
+            Task.status == TaskStatus.IN_PROGRESS,
+            Task.lease_expires_at < now + EXPIRING_WITHIN,
+        )
+        .group_by(Task.stage_type)
+    )
+    state.expiring = {t: int(n) for t, n in expiring}
+    counts = await s.execute(
+        select(StatusCount.entity, StatusCount.status, func.sum(StatusCount.n)).group_by(
+            StatusCount.entity, StatusCount.status
+        )
+    )
+    for entity, status, n in counts:
+        (state.jobs if entity == "JOB" else state.stages)[status] = int(n)
+    backlog, oldest = (
+        await s.execute(select(func.count(), func.min(OutboxMessage.created_at)))
+    ).one()
+    state.outbox_backlog = int(backlog)
+    if oldest is not None:
+        state.outbox_oldest_age = max((now - oldest).total_seconds(), 0.0)
+    return state
+
+
+async def _oldest_ready(s: AsyncSession, stage_type: str) -> datetime | None:
+    """The creation time of the oldest claimable task of this type: the first entry of
+    each priority in the claim index (stage type, priority, insertion order)."""
+    firsts = [
+        select(Task.creation_time)
+        .where(Task.claimable, Task.stage_type == stage_type, Task.priority_rank == p.rank)
+        .order_by(Task.seq)
+        .limit(1)
+        .subquery()
+        .select()
+        for p in Priority
+    ]
+    rows = await s.execute(union_all(*firsts))
+    times = [t for (t,) in rows if t is not None]
+    return min(times) if times else None
