@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import PydanticSerializationError
@@ -19,11 +19,14 @@ from ._context import TaskContext
 from ._exceptions import NonRetryableError, RetryLaterError
 from ._handler import Handler
 from ._logs import Log, TaskIds, task_logging
+from ._metrics import HandlerOutcome
 from ._models import Job, Stage, Task, TaskStatus
 from ._reports import MAX_REASON, TaskReport
 from .logs import log_context
 
 SHUTDOWN_REASON = "handed back: the worker shut down while it ran"
+# Why a handler was stopped without a report, as metrics tell it.
+DropKind = Literal["cancelled", "lost", "timed_out"]
 _JSON_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
@@ -87,6 +90,7 @@ class Attempt:
             self.knows(stage)
         self.handler: asyncio.Task[Any] | None = None
         self.dropped: str | None = None
+        self.dropped_as: DropKind | None = None
         self._log = log
         self._on_progress = on_progress
         self._progress: Progress | None = None
@@ -163,16 +167,19 @@ class Attempt:
 
     def _time_is_up(self) -> None:
         if self.dropped is None and (self.handler is None or not self.handler.done()):
-            self.drop(logging.WARNING, "it ran past its time limit")
+            self.drop(logging.WARNING, "it ran past its time limit", kind="timed_out")
 
     def ended(self) -> None:
         """The handler is done (or will not run): no time limit to keep any more."""
         if self._time_limit is not None:
             self._time_limit.cancel()
 
-    def drop(self, level: int, why: str) -> None:
-        """Cancel the handler and leave the task unreported."""
+    def drop(self, level: int, why: str, *, kind: DropKind = "cancelled") -> None:
+        """Cancel the handler and leave the task unreported: `kind` says whether the
+        task was cancelled (its job aborted), lost (its lease, or the task itself) or
+        timed out."""
         self.dropped = why
+        self.dropped_as = kind
         running = self.handler is not None and not self.handler.done()
         if self.handler is not None:
             self.handler.cancel()
@@ -236,6 +243,34 @@ class Attempt:
             return Outcome(TaskStatus.RETRIED, reason=later, delay=exc.delay)
         self._log.error("%s failed", where, exc_info=exc, extra=extra)
         return Outcome(TaskStatus.FAILED, reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON])
+
+    def ending(self, outcome: Outcome | None) -> tuple[HandlerOutcome, str | None]:
+        """How the handler's run ended, for metrics, and for a failed attempt the error's
+        class name: given what `outcome` made of it, or None when it was dropped.
+
+        A failure that the manager will try again (attempts are left and the error does
+        not forbid it) is "retried", one that ends the task "failed"."""
+        handler = self.handler
+        assert handler is not None and handler.done()
+        last = self.task.attempts + 1 >= self.task.max_attempts
+        failed: HandlerOutcome = "failed" if last else "retried"
+        if self.dropped_as == "timed_out":
+            return failed, "TimeoutError"
+        if self.dropped_as is not None:
+            return self.dropped_as, None
+        if outcome is None:
+            return "cancelled", None
+        if handler.cancelled():
+            if outcome.status is TaskStatus.RETRIED:
+                return "cancelled", None  # by the worker's shutdown: handed back
+            return failed, "CancelledError"
+        exc = handler.exception()
+        if isinstance(exc, RetryLaterError):
+            return "retry_later", None
+        if outcome.status is TaskStatus.COMPLETED:
+            return "completed", None
+        error_type = type(exc).__name__ if exc is not None else "InvalidResult"
+        return (failed if outcome.retryable else "failed"), error_type
 
     def _completed(self, value: object) -> Outcome:
         if value is None:

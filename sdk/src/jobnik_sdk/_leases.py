@@ -14,6 +14,7 @@ from ._attempt import Attempt, Progress
 from ._consumer import ConsumerClient
 from ._exceptions import ApiError, JobnikTransportError
 from ._logs import Log, TaskIds
+from ._metrics import Meter
 from ._reports import HeartbeatOutcome, ReportError, TaskHeartbeat
 
 # What one batch heartbeat may carry, by the manager's limits.
@@ -40,8 +41,10 @@ class LeaseKeeper:
         lease: timedelta,
         interval: timedelta,
         log: Log,
+        meter: Meter | None = None,
     ) -> None:
         self._client = client
+        self._meter = meter or Meter(None, [])
         self._lease = lease
         self._interval = interval.total_seconds()
         self._log = log
@@ -117,6 +120,7 @@ class LeaseKeeper:
         try:
             async with asyncio.timeout(deadline):
                 answers = await self._renew(beats)
+            self._meter.heartbeat(time.monotonic() - sent)
         except (JobnikTransportError, ApiError) as exc:
             self._log.warning("heartbeat of %d task(s) failed: %s", len(beats), exc)
             return
@@ -148,10 +152,10 @@ class LeaseKeeper:
     def _heard(self, attempt: Attempt, beat: TaskHeartbeat, answer: HeartbeatOutcome) -> None:
         if answer.error is not None:
             code = answer.error.code
-            if code == "LEASE_LOST":
-                attempt.drop(logging.WARNING, "its lease was lost")
-            elif code.endswith("NOT_FOUND"):
-                attempt.drop(logging.WARNING, "it no longer exists")
+            if code == "LEASE_LOST" or code.endswith("NOT_FOUND"):
+                why = "its lease was lost" if code == "LEASE_LOST" else "it no longer exists"
+                attempt.drop(logging.WARNING, why, kind="lost")
+                self._meter.lease_lost(self._meter.stage_type(attempt.ids.stage_type))
             else:
                 self._log.warning(
                     "heartbeat of %s failed: %s: %s",

@@ -27,6 +27,7 @@ from ._exceptions import ApiError, JobnikTransportError, RetryLaterError
 from ._handler import Handler, data_binder
 from ._leases import LeaseKeeper
 from ._logs import WorkerLog
+from ._metrics import Meter, serve, worker_metrics
 from ._models import Task, TaskStatus
 from ._prefetch import Prefetch
 from ._reporter import MAX_REPORTS, Reporter
@@ -108,6 +109,12 @@ class Worker(Generic[DataT]):
     idle worker does not long-poll: it claims again only when woken, or every
     `safety_poll` in case a message was lost; while it is not, it claims as without one.
 
+    Metrics (the `metrics` extra, prometheus-client): off by default. `metrics=True`
+    records them in prometheus_client's default registry, for an app that serves it
+    itself; `metrics_port` also serves that registry on the port (`/metrics`) while the
+    worker runs. Workers of one process share the metrics (and a port). Names and
+    labels: sdk/README.md, "Observability".
+
     On shutdown the worker stops claiming (a long poll that is still waiting half a
     second later is abandoned) and waits up to `shutdown_grace` for running tasks
     (heartbeating them meanwhile); handlers still running then are cancelled and their
@@ -138,6 +145,8 @@ class Worker(Generic[DataT]):
         report_batch_size: int = MAX_REPORTS,
         report_linger: timedelta = timedelta(milliseconds=5),
         prefetch: int = MAX_PREFETCH,
+        metrics: bool = False,
+        metrics_port: int | None = None,
     ) -> None:
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         if not types or any(not t for t in types):
@@ -158,6 +167,8 @@ class Worker(Generic[DataT]):
             raise ValueError("report_linger cannot be negative")
         if not 0 <= prefetch <= MAX_PREFETCH:
             raise ValueError(f"prefetch must be between 0 and {MAX_PREFETCH}")
+        if metrics_port is not None and not 1 <= metrics_port <= 65535:
+            raise ValueError("metrics_port must be between 1 and 65535")
         name = default_worker_name() if name is None else name
         if not 1 <= len(name) <= 100:
             raise ValueError("a worker's name has 1 to 100 characters")
@@ -173,6 +184,10 @@ class Worker(Generic[DataT]):
         self._grace = shutdown_grace
         self._handle_signals = handle_signals
         self._safety_poll = safety_poll
+        # Made (and prometheus_client imported) here, so a missing extra fails at once.
+        on = metrics or metrics_port is not None
+        self._meter = Meter(worker_metrics() if on else None, types)
+        self._metrics_port = metrics_port
         self._log = WorkerLog(logger or logging.getLogger("jobnik_sdk.worker"), types, name)
         self._wakeups = (
             Wakeups(
@@ -194,7 +209,7 @@ class Worker(Generic[DataT]):
             on_context=self._contexts.put,
         )
         self._leases = LeaseKeeper(
-            self._client, lease=lease, interval=heartbeat_interval, log=self._log
+            self._client, lease=lease, interval=heartbeat_interval, log=self._log, meter=self._meter
         )
         self._reporter = Reporter(
             self._client,
@@ -263,6 +278,7 @@ class Worker(Generic[DataT]):
         if self._started:
             raise RuntimeError("a Worker runs once; create another one")
         self._started = True
+        stop_serving = serve(self._metrics_port) if self._metrics_port is not None else None
         remove_signal_handlers = self._install_signal_handlers()
         self._log.info(
             "worker %s started: stage types %s, concurrency %d, lease %s",
@@ -306,6 +322,8 @@ class Worker(Generic[DataT]):
                     await service
             self._contexts.close()
             remove_signal_handlers()
+            if stop_serving is not None:
+                stop_serving()
             if self._owns_client:
                 await self._client.aclose()
             self._finished.set()
@@ -430,7 +448,7 @@ class Worker(Generic[DataT]):
                     continue
                 if not idle_steps and (self._busy or self._ready):
                     self._asked += limit
-                    claim = asyncio.create_task(self._claimer.claim(limit))
+                    claim = asyncio.create_task(self._claim(limit))
                     claim.add_done_callback(partial(self._claim_back, limit))
                     claims.add(claim)
                     continue
@@ -455,7 +473,7 @@ class Worker(Generic[DataT]):
         )
         long_poll = may_wait and idle_steps > 0
         began = time.monotonic()
-        tasks = await (self._long_poll(limit) if long_poll else self._claimer.claim(limit))
+        tasks = await (self._long_poll(limit) if long_poll else self._claim(limit))
         if not tasks:
             idle_steps += 1
             if long_poll or not may_wait:
@@ -463,6 +481,12 @@ class Worker(Generic[DataT]):
             return idle_steps
         self._take_claimed(tasks)
         return 0
+
+    async def _claim(self, limit: int, *, wait: bool = False) -> list[Task]:
+        tasks = await self._claimer.claim(limit, wait=wait)
+        if not tasks:
+            self._meter.empty_poll()
+        return tasks
 
     def _claim_back(self, limit: int, _claim: asyncio.Task[list[Task]]) -> None:
         self._asked -= limit
@@ -477,6 +501,7 @@ class Worker(Generic[DataT]):
                 stage=self._contexts.known_stage(task.stage_id),  # from the claim, if it said
                 worker=self._name,
             )
+            self._meter.claimed(self._meter.stage_type(attempt.ids.stage_type))
             self._leases.add(attempt)
             self._ready.append(attempt)
         self._start_ready()
@@ -514,7 +539,7 @@ class Worker(Generic[DataT]):
         worker gave up would be stranded until their leases ran out. A claim that does
         not wait is never abandoned (see `run`).
         """
-        claim = asyncio.create_task(self._claimer.claim(limit, wait=True))
+        claim = asyncio.create_task(self._claim(limit, wait=True))
         stop = asyncio.create_task(self._stopping.wait())
         try:
             await asyncio.wait({claim, stop}, return_when=asyncio.FIRST_COMPLETED)
@@ -577,7 +602,12 @@ class Worker(Generic[DataT]):
             attempt.handler = invocation
             self._handlers.add(invocation)
             self._track(invocation)
-            invocation.add_done_callback(partial(self._handler_done, attempt, time.monotonic()))
+            # The gauge's label as known now: the stage type may only be read later.
+            started_as = self._meter.stage_type(attempt.ids.stage_type)
+            self._meter.started(started_as)
+            invocation.add_done_callback(
+                partial(self._handler_done, attempt, time.monotonic(), started_as)
+            )
 
     def _track(self, work: asyncio.Future[Any]) -> None:
         """Count `work` (a handler, or a report awaiting its answer) as in flight."""
@@ -588,18 +618,26 @@ class Worker(Generic[DataT]):
         self._runners.discard(work)
         self._room.set()  # a report answered may let claims go on
 
-    def _handler_done(self, attempt: Attempt, began: float, invocation: asyncio.Task[Any]) -> None:
+    def _handler_done(
+        self, attempt: Attempt, began: float, started_as: str, invocation: asyncio.Task[Any]
+    ) -> None:
         """The handler ended: report its outcome (unless the task was dropped) and free
         its slot for the next task while the report is on its way."""
         self._handlers.discard(invocation)
         self._leases.remove(attempt)
-        self._prefetch.observe(time.monotonic() - began)
+        took = time.monotonic() - began
+        self._prefetch.observe(took)
         if not invocation.cancelled():
             invocation.exception()  # read even when dropped, so asyncio does not warn
         try:
+            outcome = None
             if attempt.dropped is None:
                 outcome = attempt.outcome(shutting_down=self._stopping.is_set())
                 self._track(self._reporter.submit(attempt.task, outcome, ids=attempt.ids))
+            if self._meter.enabled:
+                ended, error_type = attempt.ending(outcome)
+                stage_type = self._meter.stage_type(attempt.ids.stage_type)
+                self._meter.ended(started_as, stage_type, ended, took, error_type)
         except Exception:
             self._log.exception(
                 "unexpected error while reporting %s", attempt.name, extra=attempt.extra
