@@ -1,0 +1,257 @@
+"""Checks of the observability files: the Grafana dashboard, the Prometheus alerts and
+scrape configuration, and the charts' ServiceMonitor, PodMonitor and PrometheusRule.
+
+Every expression is parsed (promql.py) and may name only the metrics the manager and
+the workers export. Those names are checked against real scrapes: a manager process on
+a temporary SQLite database, and a Worker of the SDK serving its metrics port, run a
+small job, and every name the dashboard and the alerts use must be in what they answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from promql import PromQLError, parse
+from test_deploy import DEPLOY, MANAGER_CHART
+
+DASHBOARD = DEPLOY / "grafana" / "jobnik-dashboard.json"
+ALERTS = DEPLOY / "prometheus" / "alerts.yaml"
+CHART_ALERTS = MANAGER_CHART / "files" / "alerts.yaml"
+SCRAPE = DEPLOY / "prometheus" / "scrape.yaml"
+
+COUNTER, GAUGE, HISTOGRAM = "counter", "gauge", "histogram"
+
+# The manager's metrics by family name (a scrape's counters end in _total, histograms in
+# _bucket, _sum and _count).
+MANAGER_METRICS = {
+    "jobnik_task_claims": COUNTER,
+    "jobnik_task_completions": COUNTER,
+    "jobnik_task_failures": COUNTER,
+    "jobnik_task_retries": COUNTER,
+    "jobnik_leases_reaped": COUNTER,
+    "jobnik_task_timeouts": COUNTER,
+    "jobnik_task_run_seconds": HISTOGRAM,
+    "jobnik_claim_latency_seconds": HISTOGRAM,
+    "jobnik_report_latency_seconds": HISTOGRAM,
+    "jobnik_http_requests": COUNTER,
+    "jobnik_http_request_duration_seconds": HISTOGRAM,
+    "jobnik_relay_publish_lag_seconds": HISTOGRAM,
+    "jobnik_relay_published": COUNTER,
+    "jobnik_db_pool_connections": GAUGE,
+    "jobnik_db_pool_size": GAUGE,
+    "jobnik_build_info": GAUGE,
+    "jobnik_tasks_ready": GAUGE,
+    "jobnik_tasks_oldest_ready_age_seconds": GAUGE,
+    "jobnik_tasks_in_flight": GAUGE,
+    "jobnik_leases_expiring": GAUGE,
+    "jobnik_jobs": GAUGE,
+    "jobnik_stages": GAUGE,
+    "jobnik_outbox_backlog": GAUGE,
+    "jobnik_outbox_oldest_age_seconds": GAUGE,
+}
+# Read from the database at scrape time: every replica exports the same value, so a
+# sum over replicas would multiply it.
+STATE_GAUGES = {
+    "jobnik_tasks_ready",
+    "jobnik_tasks_oldest_ready_age_seconds",
+    "jobnik_tasks_in_flight",
+    "jobnik_leases_expiring",
+    "jobnik_jobs",
+    "jobnik_stages",
+    "jobnik_outbox_backlog",
+    "jobnik_outbox_oldest_age_seconds",
+}
+WORKER_METRICS = {
+    "jobnik_worker_tasks_in_flight": GAUGE,
+    "jobnik_worker_handler_seconds": HISTOGRAM,
+    "jobnik_worker_failures": COUNTER,
+    "jobnik_worker_claims": COUNTER,
+    "jobnik_worker_empty_polls": COUNTER,
+    "jobnik_worker_heartbeat_seconds": HISTOGRAM,
+    "jobnik_worker_leases_lost": COUNTER,
+}
+# Prometheus's own series, there for any target.
+BUILTIN = {"up"}
+
+SUFFIXES = {COUNTER: ("_total",), HISTOGRAM: ("_bucket", "_sum", "_count"), GAUGE: ("",)}
+
+
+def sample_names(families: dict[str, str]) -> dict[str, str]:
+    """The names a scrape's samples carry, each with its family's type."""
+    return {name + suffix: kind for name, kind in families.items() for suffix in SUFFIXES[kind]}
+
+
+KNOWN = sample_names(MANAGER_METRICS | WORKER_METRICS)
+FAMILY_OF = {
+    name + suffix: name
+    for name, kind in (MANAGER_METRICS | WORKER_METRICS).items()
+    for suffix in SUFFIXES[kind]
+}
+
+
+def families_of(text: str) -> dict[str, str]:
+    """A scrape's metric families (declared, whether or not they have samples yet)."""
+    return {f.name: f.type for f in text_string_to_metric_families(text)}
+
+
+def samples_of(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
+
+
+def check_usage(expr: str) -> set[str]:
+    """Parse `expr`, check that it uses each metric as its kind must be used, and return
+    the metric names it selects."""
+    parsed = parse(expr)
+    for name, within in parsed.selectors:
+        if name in BUILTIN:
+            continue
+        assert name in KNOWN, f"{name} is no metric of the manager or the workers: {expr}"
+        if KNOWN[name] == COUNTER or name.endswith("_bucket"):
+            # A counter's (or bucket's) raw value depends on when its process started.
+            assert within in ("rate", "irate", "increase"), f"{name} outside rate(): {expr}"
+        if name in STATE_GAUGES:
+            assert within not in ("", "sum", "count"), f"{name} summed over replicas: {expr}"
+        if name.endswith("_bucket"):
+            assert any(g and "le" in g for g in parsed.groupings), f"{name} loses le: {expr}"
+    return parsed.metrics
+
+
+# --- the PromQL parser ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "rate(a)",
+        "rate(a[5m]",
+        "histogram_quantil(0.5, a)",
+        "sum(rate(a[5m]))[5m]",
+        "a[5m] + b",
+        "1 > 2",
+        "a and 1",
+        '{job="x"}',
+        "a{x=1}",
+        "sum by (x) (a) by (y)",
+        "a $x",
+        "a b",
+        "clamp_min(a)",
+    ],
+)
+def test_promql_parser_refuses(expr: str) -> None:
+    # The checks below are worth something only if a broken expression fails them.
+    with pytest.raises(PromQLError):
+        parse(expr)
+
+
+def test_promql_parser_reads_what_it_needs() -> None:
+    parsed = parse(
+        "histogram_quantile(0.95, sum by (le, stage_type)"
+        ' (rate(x_bucket{a=~"$v"}[$__rate_interval])))'
+        " / on (stage_type) group_left max(y) > bool 2 ^ 3"
+    )
+    assert parsed.selectors == [("x_bucket", "rate"), ("y", "max")]
+    assert parsed.groupings == [frozenset({"le", "stage_type"}), frozenset()]
+    assert parse("deriv(max(a)[15m:1m])").type == "instant vector"
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "jobnik_task_claims_total",
+        "sum(jobnik_task_claims_total)",
+        "sum(jobnik_tasks_ready)",
+        "jobnik_tasks_ready > 0",
+        "histogram_quantile(0.5, sum(rate(jobnik_claim_latency_seconds_bucket[5m])))",
+        "rate(jobnik_task_claim_total[5m])",
+    ],
+)
+def test_usage_check_refuses(expr: str) -> None:
+    with pytest.raises(AssertionError):
+        check_usage(expr)
+
+
+# --- the dashboard --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return data
+
+
+def dashboard_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    panels = []
+    for panel in dashboard["panels"]:
+        panels.extend(panel.get("panels", []))  # those of a collapsed row
+        if panel["type"] != "row":
+            panels.append(panel)
+    return panels
+
+
+def dashboard_exprs(dashboard: dict[str, Any]) -> list[str]:
+    return [t["expr"] for p in dashboard_panels(dashboard) for t in p["targets"]]
+
+
+def test_dashboard_variables(dashboard: dict[str, Any]) -> None:
+    assert 36 <= dashboard["schemaVersion"] <= 41
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    stage_type = variables["stage_type"]
+    assert stage_type["datasource"]["uid"] == "${datasource}"
+    query = re.fullmatch(r"label_values\((\w+), *(\w+)\)", stage_type["query"]["query"])
+    assert query and query.groups() == ("jobnik_tasks_ready", "stage_type")
+    # "All" matches every stage type through =~.
+    assert stage_type["includeAll"] and stage_type["allValue"] == ".*"
+
+
+def test_dashboard_panels(dashboard: dict[str, Any]) -> None:
+    panels = dashboard_panels(dashboard)
+    assert len(panels) >= 25
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    taken: set[tuple[int, int]] = set()
+    for panel in dashboard["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        cells = {
+            (x, y)
+            for x in range(grid["x"], grid["x"] + grid["w"])
+            for y in range(grid["y"], grid["y"] + grid["h"])
+        }
+        assert not cells & taken, f"{panel['title']} overlaps another panel"
+        taken |= cells
+    for panel in panels:
+        assert panel["targets"], f"{panel['title']} has no query"
+        assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
+        refs = [t["refId"] for t in panel["targets"]]
+        assert len(refs) == len(set(refs)), panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == "${datasource}", panel["title"]
+
+
+def test_dashboard_queries_parse_and_use_known_metrics(dashboard: dict[str, Any]) -> None:
+    used: set[str] = set()
+    for expr in dashboard_exprs(dashboard):
+        try:
+            used |= check_usage(expr)
+        except PromQLError as exc:
+            pytest.fail(f"{expr}: {exc}")
+    # Every metric of the manager and the workers is shown somewhere.
+    unshown = set(MANAGER_METRICS | WORKER_METRICS) - {FAMILY_OF.get(n) for n in used}
+    assert not unshown, f"no panel shows {sorted(unshown)}"
+
+
+def test_dashboard_filters_by_the_stage_type_variable(dashboard: dict[str, Any]) -> None:
+    # What is shown per stage type follows the stage types chosen at the top.
+    for expr in dashboard_exprs(dashboard):
+        if any(g and "stage_type" in g for g in parse(expr).groupings):
+            assert 'stage_type=~"$stage_type"' in expr, expr
