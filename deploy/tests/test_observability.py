@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from promql import PromQLError, parse
 from test_deploy import DEPLOY, MANAGER_CHART
@@ -74,6 +76,8 @@ WORKER_METRICS = {
     "jobnik_worker_heartbeat_seconds": HISTOGRAM,
     "jobnik_worker_leases_lost": COUNTER,
 }
+# The port the examples and the worker chart give a worker's metrics.
+WORKER_METRICS_PORT = 9100
 # Prometheus's own series, there for any target.
 BUILTIN = {"up"}
 
@@ -255,3 +259,79 @@ def test_dashboard_filters_by_the_stage_type_variable(dashboard: dict[str, Any])
     for expr in dashboard_exprs(dashboard):
         if any(g and "stage_type" in g for g in parse(expr).groupings):
             assert 'stage_type=~"$stage_type"' in expr, expr
+
+
+# --- the alerts and the scrape configuration -------------------------------------
+
+DURATION = re.compile(r"([0-9]+(ms|s|m|h|d|w|y))+")
+# The alerts the README explains, one each.
+EXPECTED_ALERTS = {
+    "JobnikManagerDown",
+    "JobnikManagerAbsent",
+    "JobnikTaskWaitingTooLong",
+    "JobnikTaskFailureRatioHigh",
+    "JobnikLeasesReapedBurst",
+    "JobnikOutboxStuck",
+    "JobnikOutboxBacklogGrowing",
+    "JobnikRelayLagHigh",
+    "JobnikHttp5xxRatioHigh",
+}
+
+
+def alert_rules(path: Path) -> list[dict[str, Any]]:
+    data = yaml.safe_load(path.read_text())
+    assert set(data) == {"groups"}
+    rules: list[dict[str, Any]] = []
+    for group in data["groups"]:
+        assert set(group) <= {"name", "interval", "rules"} and group["name"], group
+        rules.extend(group["rules"])
+    return rules
+
+
+def test_alert_rules() -> None:
+    rules = alert_rules(ALERTS)
+    names = [r["alert"] for r in rules]
+    assert len(names) == len(set(names))
+    assert set(names) == EXPECTED_ALERTS
+    for rule in rules:
+        name = rule["alert"]
+        assert set(rule) <= {"alert", "expr", "for", "keep_firing_for", "labels", "annotations"}
+        assert DURATION.fullmatch(rule.get("for", "0s")), name
+        assert rule["labels"]["severity"] in ("warning", "critical"), name
+        assert {"summary", "description"} <= set(rule["annotations"]), name
+        try:
+            check_usage(rule["expr"])
+            parsed = parse(rule["expr"])
+        except PromQLError as exc:
+            pytest.fail(f"{name}: {exc}")
+        # A rule's annotations may name only labels its alerts carry: those it groups
+        # by, when it aggregates.
+        text = " ".join(rule["annotations"].values())
+        assert text.count("{{") == text.count("}}"), name
+        if parsed.groupings and None not in parsed.groupings:
+            kept = frozenset().union(*(g for g in parsed.groupings if g is not None))
+            for label in re.findall(r"\$labels\.(\w+)", text):
+                assert label in kept, f"{name}: its alerts have no label {label}"
+
+
+def test_alert_rules_in_the_chart_are_the_same() -> None:
+    assert yaml.safe_load(CHART_ALERTS.read_text()) == yaml.safe_load(ALERTS.read_text())
+
+
+def test_scrape_config() -> None:
+    config = yaml.safe_load(SCRAPE.read_text())
+    for rule_file in config["rule_files"]:
+        assert (SCRAPE.parent / rule_file).resolve() == ALERTS
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert set(jobs) == {"jobnik-manager", "jobnik-worker"}
+    # The job the manager's alerts look for.
+    for rule in alert_rules(ALERTS):
+        for job in re.findall(r'job="([^"]+)"', rule["expr"]):
+            assert job in jobs, rule["alert"]
+    for job in jobs.values():
+        assert job["metrics_path"] == "/metrics"
+        assert DURATION.fullmatch(config["global"]["scrape_interval"])
+    (manager,) = jobs["jobnik-manager"]["static_configs"]
+    assert all(t.endswith(":8080") for t in manager["targets"])
+    (workers,) = jobs["jobnik-worker"]["dns_sd_configs"]
+    assert workers["port"] == WORKER_METRICS_PORT
