@@ -9,16 +9,24 @@ small job, and every name the dashboard and the alerts use must be in what they 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
+from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from promql import PromQLError, parse
 from test_deploy import DEPLOY, MANAGER_CHART
+
+from jobnik_sdk import Backoff, TaskContext, Worker
+from tests.support.processes import free_port, manager_process
 
 DASHBOARD = DEPLOY / "grafana" / "jobnik-dashboard.json"
 ALERTS = DEPLOY / "prometheus" / "alerts.yaml"
@@ -335,3 +343,171 @@ def test_scrape_config() -> None:
     assert all(t.endswith(":8080") for t in manager["targets"])
     (workers,) = jobs["jobnik-worker"]["dns_sd_configs"]
     assert workers["port"] == WORKER_METRICS_PORT
+
+
+# --- real scrapes ---------------------------------------------------------------
+
+STAGE = "metrics-check"
+WORKER_STAGE = "metrics-worker"
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def value(samples: Samples, name: str, **labels: str) -> float | None:
+    return samples.get((name, frozenset(labels.items())))
+
+
+def job_of_two(stage_type: str) -> dict[str, Any]:
+    """A job of one stage with two tasks, each allowed a second attempt."""
+    tasks = [{"data": {"i": i}, "maxAttempts": 2} for i in range(2)]
+    return {
+        "name": f"{stage_type}-job",
+        "data": {},
+        "stages": [{"type": stage_type, "data": {}, "tasks": tasks}],
+    }
+
+
+@pytest.fixture(scope="module")
+def manager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("manager")
+    with manager_process(f"sqlite+aiosqlite:///{folder / 'j.db'}", log=folder / "log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def manager_scrapes(manager: str) -> dict[str, str]:
+    """/metrics of the manager at each step of a job run by hand: created, both tasks
+    claimed, and done (one task failed once, was retried and completed)."""
+    scrapes = {}
+    with httpx.Client(base_url=manager, timeout=10) as http:
+
+        def call(method: str, url: str, expect: int, **kw: Any) -> Any:
+            response = http.request(method, url, **kw)
+            assert response.status_code == expect, response.text
+            return response.json()
+
+        def scrape() -> str:
+            response = http.get("/metrics")
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/plain")
+            return response.text
+
+        call("POST", "/v1/jobs", 201, json=job_of_two(STAGE))
+        scrapes["created"] = scrape()
+        claim = f"/v1/stages/{STAGE}/tasks/dequeue"
+        first, second = call("PATCH", claim, 200), call("PATCH", claim, 200)
+        scrapes["claimed"] = scrape()
+        failed = {"status": "FAILED", "reason": "flaked"}
+        assert call("PUT", f"/v1/tasks/{first['id']}/status", 200, json=failed)
+        assert call("PUT", f"/v1/tasks/{second['id']}/status", 200, json={"status": "COMPLETED"})
+        again = call("PATCH", claim, 200)
+        assert again["id"] == first["id"]
+        assert call("PUT", f"/v1/tasks/{again['id']}/status", 200, json={"status": "COMPLETED"})
+        scrapes["done"] = scrape()
+    return scrapes
+
+
+def test_manager_metrics_follow_the_job(manager_scrapes: dict[str, str]) -> None:
+    created = samples_of(manager_scrapes["created"])
+    assert value(created, "jobnik_tasks_ready", stage_type=STAGE) == 2
+    assert (value(created, "jobnik_tasks_oldest_ready_age_seconds", stage_type=STAGE) or 0) >= 0
+    assert value(created, "jobnik_jobs", status="PENDING") == 1
+    claimed = samples_of(manager_scrapes["claimed"])
+    assert value(claimed, "jobnik_tasks_in_flight", stage_type=STAGE) == 2
+    assert not value(claimed, "jobnik_tasks_ready", stage_type=STAGE)
+    assert value(claimed, "jobnik_jobs", status="IN_PROGRESS") == 1
+
+    done = samples_of(manager_scrapes["done"])
+    assert value(done, "jobnik_task_claims_total", stage_type=STAGE) == 3
+    assert value(done, "jobnik_task_completions_total", stage_type=STAGE) == 2
+    failure = {"stage_type": STAGE, "reason_class": "reported", "final": "false"}
+    assert value(done, "jobnik_task_failures_total", **failure) == 1
+    assert value(done, "jobnik_task_retries_total", stage_type=STAGE) == 1
+    assert value(done, "jobnik_claim_latency_seconds_count", stage_type=STAGE) == 3
+    assert value(done, "jobnik_report_latency_seconds_count") == 3
+    run = {"stage_type": STAGE, "status": "COMPLETED"}
+    assert value(done, "jobnik_task_run_seconds_count", **run) == 2
+    route = {"method": "PATCH", "route": "/v1/stages/{stageType}/tasks/dequeue"}
+    assert value(done, "jobnik_http_requests_total", status="200", **route) == 3
+    assert value(done, "jobnik_http_request_duration_seconds_count", **route) == 3
+    assert value(done, "jobnik_jobs", status="COMPLETED") == 1
+    assert value(done, "jobnik_stages", status="COMPLETED") == 1
+    assert not value(done, "jobnik_tasks_in_flight", stage_type=STAGE)
+    assert value(done, "jobnik_outbox_backlog") == 0
+    assert (value(done, "jobnik_db_pool_size") or 0) >= 1
+    assert {labels for name, labels in done if name == "jobnik_build_info"}
+
+
+def names_used() -> set[str]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [*dashboard_exprs(dashboard), *(r["expr"] for r in alert_rules(ALERTS))]
+    variable = next(v for v in dashboard["templating"]["list"] if v["name"] == "stage_type")
+    used = {m.group(1) for m in re.finditer(r"label_values\((\w+)", variable["definition"])}
+    for expr in exprs:
+        used |= parse(expr).metrics
+    return used - BUILTIN
+
+
+def test_manager_scrape_has_every_name_the_dashboard_and_alerts_use(
+    manager_scrapes: dict[str, str],
+) -> None:
+    exposed = sample_names(families_of(manager_scrapes["done"]))
+    used = {n for n in names_used() if not n.startswith("jobnik_worker_")}
+    assert used, "no manager metric in the dashboard"
+    assert not used - set(exposed), f"not in the manager's /metrics: {sorted(used - set(exposed))}"
+    # The types the checks of the expressions assume.
+    assert {n: exposed[n] for n in used} == {n: KNOWN[n] for n in used}
+
+
+@pytest.fixture(scope="module")
+def worker_scrape(manager: str) -> str:
+    """/metrics of a Worker that ran a job of two tasks, one of which failed once."""
+
+    async def handler(data: dict[str, Any], ctx: TaskContext) -> None:
+        if data["i"] == 0 and ctx.attempt == 1:
+            raise RuntimeError("flaked")
+
+    async def run() -> str:
+        port = free_port()
+        quick = Backoff(initial=timedelta(milliseconds=10), maximum=timedelta(milliseconds=50))
+        async with httpx.AsyncClient(base_url=manager, timeout=10) as http:
+            created = await http.post("/v1/jobs", json=job_of_two(WORKER_STAGE))
+            assert created.status_code == 201, created.text
+            job_url = f"/v1/jobs/{created.json()['id']}"
+            async with Worker(
+                manager,
+                stage_types=WORKER_STAGE,
+                handler=handler,
+                metrics_port=port,
+                handle_signals=False,
+                claim_wait=timedelta(0),
+                poll_backoff=quick,
+            ):
+                deadline = time.monotonic() + 20
+                while (await http.get(job_url)).json()["status"] != "COMPLETED":
+                    assert time.monotonic() < deadline, "the worker did not finish the job"
+                    await asyncio.sleep(0.05)
+                scraped = await http.get(f"http://127.0.0.1:{port}/metrics")
+                assert scraped.status_code == 200
+                return scraped.text
+
+    return asyncio.run(run())
+
+
+def test_worker_metrics_follow_the_job(worker_scrape: str) -> None:
+    samples = samples_of(worker_scrape)
+    assert value(samples, "jobnik_worker_claims_total", stage_type=WORKER_STAGE) == 3
+    outcomes = {"completed": 2, "retried": 1}
+    for outcome, count in outcomes.items():
+        labels = {"stage_type": WORKER_STAGE, "outcome": outcome}
+        assert value(samples, "jobnik_worker_handler_seconds_count", **labels) == count
+    error = {"stage_type": WORKER_STAGE, "error_type": "RuntimeError"}
+    assert value(samples, "jobnik_worker_failures_total", **error) == 1
+    assert value(samples, "jobnik_worker_tasks_in_flight", stage_type=WORKER_STAGE) == 0
+
+
+def test_worker_scrape_has_every_name_the_dashboard_uses(worker_scrape: str) -> None:
+    exposed = sample_names(families_of(worker_scrape))
+    used = {n for n in names_used() if n.startswith("jobnik_worker_")}
+    assert used, "no worker metric in the dashboard"
+    assert not used - set(exposed), f"not in a worker's /metrics: {sorted(used - set(exposed))}"
+    assert {n: exposed[n] for n in used} == {n: KNOWN[n] for n in used}
