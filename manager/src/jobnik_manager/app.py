@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+from opentelemetry.sdk.trace import TracerProvider
 
 from . import __version__
 from .api.deps import documented_method, known_query_only
@@ -21,13 +23,22 @@ from .dispatch.outbox import Outbox
 from .dispatch.relay import Relay
 from .dispatch.wakeups import ReadyWaiters, listen
 from .maintenance.loop import run_maintenance
-from .observe.http import RequestMetrics
+from .observe.http import RequestMetrics, RouteTemplates
 from .observe.metrics import MetricsHook
+from .observe.tracing import provider_from_env, span_details, trace_database
 from .settings import Settings
 
 
-def create_app(settings: Settings | None = None, *, database: Database | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    database: Database | None = None,
+    tracer_provider: TracerProvider | None = None,
+) -> FastAPI:
+    """The manager's app. Traces go to `tracer_provider`, or where the OTEL_* variables
+    say (observe.tracing), or nowhere."""
     settings = settings or Settings()
+    tracer_provider = tracer_provider or provider_from_env()
     waiters = ReadyWaiters()
     # With a broker, changes write outbox rows for the relay to publish.
     outbox = Outbox() if settings.amqp_url else None
@@ -89,8 +100,20 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         max_body_bytes=settings.max_body_bytes,
         max_body_values=settings.max_body_values,
     )
+    if tracer_provider is not None:
+        trace_database(given.engine.sync_engine, tracer_provider)
+        app.add_middleware(
+            OpenTelemetryMiddleware,
+            tracer_provider=tracer_provider,
+            default_span_details=span_details(RouteTemplates(app.state.route_methods)),
+            exclude_spans=["receive", "send"],
+        )
     if settings.metrics:  # outermost: it counts what the guard refuses too
-        app.add_middleware(RequestMetrics, templates=app.state.route_methods)
+        app.add_middleware(
+            RequestMetrics,
+            templates=app.state.route_methods,
+            log_ids=settings.log_format == "json",
+        )
     return app
 
 

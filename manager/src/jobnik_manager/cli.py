@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
+import os
+import tempfile
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
+
+from jobnik_sdk.logs import configure_logging, uvicorn_log_config
 
 from .db import migrate
 from .db.engine import Database
@@ -35,16 +41,19 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
         migrate.upgrade(settings.database_url)
     else:
         _refuse_unless_migrated(settings)
+    log_config = uvicorn_log_config(settings.log_level.upper(), settings.log_format)
     if workers > 1:
-        # Each process builds its own app from the same environment.
-        uvicorn.run(
-            "jobnik_manager.cli:served_app",
-            factory=True,
-            host=settings.host,
-            port=settings.port,
-            workers=workers,
-            log_level=settings.log_level,
-        )
+        with _shared_metrics(settings):
+            # Each process builds its own app from the same environment.
+            uvicorn.run(
+                "jobnik_manager.cli:served_app",
+                factory=True,
+                host=settings.host,
+                port=settings.port,
+                workers=workers,
+                log_level=settings.log_level,
+                log_config=log_config,
+            )
         return
     app = served_app(settings)
     if demo:
@@ -57,8 +66,26 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
+        log_config=log_config,
         access_log=not demo,
     )
+
+
+@contextlib.contextmanager
+def _shared_metrics(settings: Settings) -> Iterator[None]:
+    """Several processes serve one port: their counters go through files in one directory
+    (prometheus-client's multiprocess mode), so a scrape answered by any of them counts
+    them all. A directory the environment names is used as it is; otherwise one is made
+    for this server and removed when it stops."""
+    if not settings.metrics or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="jobnik-metrics-") as directory:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
+        try:
+            yield
+        finally:
+            del os.environ["PROMETHEUS_MULTIPROC_DIR"]
 
 
 def _refuse_unless_migrated(settings: Settings) -> None:
@@ -166,9 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         first = exc.errors()[0]
         where = "JOBNIK_" + "_".join(str(p) for p in first["loc"]).upper()
         parser.exit(2, f"jobnik-manager: {where}: {first['msg']}\n")
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(settings.log_level.upper(), settings.log_format)
     if args.command == "migrate":
         migrate.upgrade(settings.database_url)
         logging.getLogger("jobnik_manager").info("database is at the latest revision")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -46,6 +46,11 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8080
     log_level: str = "info"
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="text, or json: one JSON object per line (uvicorn's lines included) with "
+        "the ids of the request's job, stage, task or stage type",
+    )
     # Connections kept open; overflow ones (as many again) are closed after each use,
     # so a busy replica should rarely need them.
     db_pool_size: int = Field(default=20, ge=1)

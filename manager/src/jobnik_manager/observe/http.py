@@ -1,5 +1,5 @@
-"""HTTP requests by route template and status, counted around the whole app (the fast
-lane's calls included)."""
+"""Around every request (the fast lane's included): counted by route template and
+status, and, for JSON logs, logged with the ids its path names."""
 
 from __future__ import annotations
 
@@ -9,31 +9,55 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from jobnik_sdk.logs import log_context
+
 from .metrics import HTTP_REQUESTS, HTTP_SECONDS
+
+# A path parameter's name, as the log fields name the ids.
+_LOG_FIELDS = {
+    "jobId": "job_id",
+    "stageId": "stage_id",
+    "taskId": "task_id",
+    "stageType": "stage_type",
+}
+
+
+class RouteTemplates:
+    """Which route template a path matches (`/v1/jobs/{jobId}`), so that ids do not each
+    make a series of their own, and the parameters it names."""
+
+    def __init__(self, templates: Iterable[str]) -> None:
+        # Literal paths first (/v1/tasks/claim before /v1/tasks/{taskId}).
+        ordered = sorted(templates, key=lambda t: (t.count("{"), -len(t)))
+        self._routes = [(re.compile(_pattern(t)), t) for t in ordered]
+
+    def match(self, path: str) -> tuple[str, dict[str, str]]:
+        for pattern, template in self._routes:
+            if m := pattern.fullmatch(path):
+                return template, m.groupdict()
+        return "other", {}
+
+
+def _pattern(template: str) -> str:
+    parts = re.split(r"\{(\w+)\}", template)
+    # re.split alternates literal text and parameter names.
+    return "".join(
+        re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/]+)" for i, part in enumerate(parts)
+    )
 
 
 class RequestMetrics:
-    """Counts each request under the path template it matches (`/v1/jobs/{jobId}`), so
-    that ids do not each make a series of their own; any other path is "other"."""
-
-    def __init__(self, app: ASGIApp, templates: Iterable[str]) -> None:
+    def __init__(self, app: ASGIApp, templates: Iterable[str], log_ids: bool = False) -> None:
         self.app = app
-        self._routes = [
-            (re.compile(re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(t)) + "$"), t)
-            for t in sorted(templates, key=lambda t: (t.count("{"), -len(t)))
-        ]
-
-    def _route(self, path: str) -> str:
-        for pattern, template in self._routes:
-            if pattern.match(path):
-                return template
-        return "other"
+        self.routes = RouteTemplates(templates)
+        self.log_ids = log_ids
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         began = time.perf_counter()
+        route, params = self.routes.match(scope["path"])
         status = 500  # unless the app answers
 
         async def sent(message: Message) -> None:
@@ -43,8 +67,13 @@ class RequestMetrics:
             await send(message)
 
         try:
-            await self.app(scope, receive, sent)
+            if self.log_ids and params:
+                ids = {_LOG_FIELDS[k]: v for k, v in params.items() if k in _LOG_FIELDS}
+                with log_context(**ids):
+                    await self.app(scope, receive, sent)
+            else:
+                await self.app(scope, receive, sent)
         finally:
-            route, method = self._route(scope["path"]), scope["method"]
+            method = scope["method"]
             HTTP_REQUESTS.labels(method, route, str(status)).inc()
             HTTP_SECONDS.labels(method, route).observe(time.perf_counter() - began)
