@@ -25,6 +25,7 @@ from ._models import (
     wire,
 )
 from ._pages import iterate_pages
+from ._tracing import trace_fields
 from ._waiting import ProgressCallback, wait_for_job
 
 
@@ -58,7 +59,9 @@ class ProducerCalls:
         client's `auto_idempotency_keys` is on), so a retry after a lost answer returns
         the first answer instead of creating the job twice. `not_before` (an aware
         datetime) holds all its tasks back until then; past `deadline`, a job not final
-        is failed ("deadline exceeded").
+        is failed ("deadline exceeded"). Without `traceparent`, the job carries the
+        current OpenTelemetry context (W3C), if it has a span: its tasks' runs are
+        then spans of the caller's trace.
         """
         body: dict[str, Any] = {"name": name, "data": dict(data or {}), "priority": priority}
         if user_metadata is not None:
@@ -68,7 +71,7 @@ class ProducerCalls:
                 body[key] = _aware(time, key).isoformat()
         if stages:
             body["stages"] = [wire(stage) for stage in stages]
-        body.update(_trace(traceparent, tracestate))
+        body.update(trace_fields(traceparent, tracestate))
         response = await self._http.request(
             "POST",
             "/v1/jobs",
@@ -96,15 +99,17 @@ class ProducerCalls:
         """Append a stage to a job. With `start_as_waiting` it stays WAITING after the
         stage before it completes, until `approve_stage`. `retry_policy` and
         `timeout_seconds` are the defaults of its tasks that bring none;
-        `allowed_failures` tasks may fail for good with the stage still completing."""
+        `allowed_failures` tasks may fail for good with the stage still completing.
+        Without `traceparent`, the current OpenTelemetry context's, if any."""
+        trace = trace_fields(traceparent, tracestate)
         spec = NewStage(
             type=stage_type,
             data=dict(data or {}),
             start_as_waiting=start_as_waiting,
             tasks=tasks or None,
             user_metadata=dict(user_metadata) if user_metadata is not None else None,
-            traceparent=traceparent,
-            tracestate=tracestate,
+            traceparent=trace.get("traceparent"),
+            tracestate=trace.get("tracestate"),
             retry_policy=retry_policy,
             allowed_failures=allowed_failures,
             timeout_seconds=timeout_seconds,
@@ -126,11 +131,13 @@ class ProducerCalls:
         idempotency_key: str | None = None,
     ) -> list[Task]:
         """Add tasks to a CREATED, WAITING or PENDING stage. `retry_policy` goes to each
-        task that brings none (and those get the stage's policy without it)."""
+        task that brings none (and those get the stage's policy without it). Tasks
+        without a `traceparent` get the current OpenTelemetry context's, if any."""
+        tasks = with_trace(with_retry_policy(tasks, retry_policy))
         response = await self._http.request(
             "POST",
             f"/v1/stages/{stage_id}/tasks",
-            json=[wire(task) for task in with_retry_policy(tasks, retry_policy)],
+            json=[wire(task) for task in tasks],
             idempotency_key=self._http.idempotency_key(idempotency_key),
         )
         return [Task.model_validate(item) for item in response.json()]
@@ -432,6 +439,14 @@ def with_retry_policy(tasks: Sequence[NewTask], policy: TaskRetryPolicy | None) 
     ]
 
 
+def with_trace(tasks: list[NewTask]) -> list[NewTask]:
+    """The tasks, each without a traceparent given the current context's (if any)."""
+    trace = trace_fields(None, None)
+    if not trace:
+        return tasks
+    return [task if task.traceparent else task.model_copy(update=trace) for task in tasks]
+
+
 def _statuses(status: JobStatus | Sequence[JobStatus] | None) -> list[str] | None:
     """One status or several, as repeated `status` parameters."""
     if status is None:
@@ -443,8 +458,3 @@ def _aware(time: datetime, name: str) -> datetime:
     if time.tzinfo is None:
         raise ValueError(f"{name} must carry its time zone (e.g. datetime.now(UTC))")
     return time
-
-
-def _trace(traceparent: str | None, tracestate: str | None) -> dict[str, str]:
-    fields = {"traceparent": traceparent, "tracestate": tracestate}
-    return {key: value for key, value in fields.items() if value is not None}

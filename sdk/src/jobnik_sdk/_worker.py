@@ -15,7 +15,7 @@ from contextlib import suppress
 from datetime import timedelta
 from functools import partial
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._attempt import Attempt, Outcome
 from ._backoff import Backoff
@@ -31,7 +31,11 @@ from ._metrics import Meter, serve, worker_metrics
 from ._models import Task, TaskStatus
 from ._prefetch import Prefetch
 from ._reporter import MAX_REPORTS, Reporter
+from ._tracing import task_span, tracer
 from ._wakeup import Wakeups
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 DataT = TypeVar("DataT")
 
@@ -115,6 +119,11 @@ class Worker(Generic[DataT]):
     worker runs. Workers of one process share the metrics (and a port). Names and
     labels: sdk/README.md, "Observability".
 
+    Tracing (OpenTelemetry): each handler runs in a span `jobnik.task <stage type>`
+    (CONSUMER), a child of the trace context stored on its task (the producer's, when
+    it created the job under a span), from `tracer_provider` or the global one; with no
+    OpenTelemetry SDK configured it records nothing.
+
     On shutdown the worker stops claiming (a long poll that is still waiting half a
     second later is abandoned) and waits up to `shutdown_grace` for running tasks
     (heartbeating them meanwhile); handlers still running then are cancelled and their
@@ -147,6 +156,7 @@ class Worker(Generic[DataT]):
         prefetch: int = MAX_PREFETCH,
         metrics: bool = False,
         metrics_port: int | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         if not types or any(not t for t in types):
@@ -188,6 +198,7 @@ class Worker(Generic[DataT]):
         on = metrics or metrics_port is not None
         self._meter = Meter(worker_metrics() if on else None, types)
         self._metrics_port = metrics_port
+        self._tracer = tracer(tracer_provider)
         self._log = WorkerLog(logger or logging.getLogger("jobnik_sdk.worker"), types, name)
         self._wakeups = (
             Wakeups(
@@ -655,4 +666,5 @@ class Worker(Generic[DataT]):
             # at once, to be offered again, without spending an attempt.
             raise RetryLaterError(timedelta(0), f"{CONTEXT_UNREAD_REASON}: {exc}") from exc
         ctx = attempt.context(job, stage, self._client)
-        return await attempt.run(self._handler, self._bind, ctx)
+        with task_span(self._tracer, task, job_id=stage.job_id, stage_type=stage.type):
+            return await attempt.run(self._handler, self._bind, ctx)
