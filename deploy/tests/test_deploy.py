@@ -325,6 +325,9 @@ def values_variants() -> Iterator[tuple[Path, dict[str, Any]]]:
     yield WORKER_CHART, {}
     yield WORKER_CHART, KEDA_VALUES
     yield WORKER_CHART, TEMPLATE_VALUES
+    # The Deployments with the workers' metrics port (their PodMonitor, like the
+    # manager's ServiceMonitor, is a CRD: see test_observability.py).
+    yield WORKER_CHART, {"metrics": {"enabled": True, "podMonitor": {"enabled": True}}}
 
 
 # The Helm values every project made by `jobnik-worker new` starts with.
@@ -561,6 +564,8 @@ def test_manifests_match_kubernetes_schemas(helm: Any, version: str) -> None:
         for doc in render(helm, chart, values):
             if doc["apiVersion"].startswith("keda.sh/"):
                 continue  # a CRD: checked field by field in test_worker_chart_with_keda
+            if doc["apiVersion"].startswith("monitoring.coreos.com/"):
+                continue  # a CRD: checked field by field in test_observability.py
             kv.validate(doc, version, strict=True)
             checked += 1
     assert checked >= 10

@@ -23,7 +23,15 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from promql import PromQLError, parse
-from test_deploy import DEPLOY, MANAGER_CHART
+from test_deploy import (
+    DB_URL,
+    DEPLOY,
+    MANAGER_CHART,
+    WORKER_CHART,
+    import_or_missing,
+    only,
+    render,
+)
 
 from jobnik_sdk import Backoff, TaskContext, Worker
 from tests.support.processes import free_port, manager_process
@@ -511,3 +519,134 @@ def test_worker_scrape_has_every_name_the_dashboard_uses(worker_scrape: str) -> 
     assert used, "no worker metric in the dashboard"
     assert not used - set(exposed), f"not in a worker's /metrics: {sorted(used - set(exposed))}"
     assert {n: exposed[n] for n in used} == {n: KNOWN[n] for n in used}
+
+
+# --- the charts' ServiceMonitor, PodMonitor and PrometheusRule --------------------
+# CRDs of the Prometheus Operator, which kubernetes-validate has no schemas for: their
+# fields are checked here instead.
+
+MONITORING = "monitoring.coreos.com/v1"
+MANAGER_VALUES = {"database": {"url": DB_URL}}
+MANAGER_METRICS_ON = {
+    **MANAGER_VALUES,
+    "metrics": {
+        "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+        "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
+    },
+}
+WORKER_METRICS_ON = {
+    "metrics": {"enabled": True, "podMonitor": {"enabled": True}},
+    "stageTypes": [{"name": "tile-render"}, {"name": "tile-publish"}],
+}
+
+
+@pytest.fixture(scope="module")
+def helm() -> Any:
+    return import_or_missing("helm_python", "helm-python-sdk")
+
+
+def monitoring(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [d for d in docs if d["apiVersion"].startswith("monitoring.coreos.com/")]
+
+
+def scrape_job(endpoint: dict[str, Any]) -> str:
+    (relabel,) = [r for r in endpoint["relabelings"] if r["targetLabel"] == "job"]
+    assert relabel["action"] == "replace"
+    return str(relabel["replacement"])
+
+
+def test_monitoring_is_off_by_default(helm: Any) -> None:
+    assert not monitoring(render(helm, MANAGER_CHART, MANAGER_VALUES))
+    docs = render(helm, WORKER_CHART)
+    assert not monitoring(docs)
+    (container,) = only(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"]
+    assert "ports" not in container
+    assert "WORKER_METRICS_PORT" not in {e["name"] for e in container["env"]}
+
+
+def test_manager_service_monitor(helm: Any) -> None:
+    docs = render(helm, MANAGER_CHART, MANAGER_METRICS_ON)
+    (monitor,) = only(docs, "ServiceMonitor")
+    (service,) = only(docs, "Service")
+    assert monitor["apiVersion"] == MONITORING
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    spec = monitor["spec"]
+    # It finds the chart's Service, in the release's namespace, and scrapes its pods.
+    assert spec["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert spec["selector"]["matchLabels"] == service["spec"]["selector"]
+    assert spec["namespaceSelector"] == {"matchNames": ["jobnik"]}
+    (endpoint,) = spec["endpoints"]
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+    assert endpoint["path"] == "/metrics"
+    assert DURATION.fullmatch(endpoint["interval"])
+    assert DURATION.fullmatch(endpoint["scrapeTimeout"])
+    # The job name the alerts and scrape.yaml use.
+    assert scrape_job(endpoint) == "jobnik-manager"
+
+
+def test_manager_prometheus_rule_holds_the_alerts(helm: Any) -> None:
+    docs = render(helm, MANAGER_CHART, MANAGER_METRICS_ON)
+    (rule,) = only(docs, "PrometheusRule")
+    assert rule["apiVersion"] == MONITORING
+    assert rule["metadata"]["labels"]["release"] == "prometheus"
+    assert set(rule["spec"]) == {"groups"}
+    # Prometheus's {{ $labels.x }} templates reach it as they are in the file.
+    assert rule["spec"] == yaml.safe_load(ALERTS.read_text())
+
+
+def test_manager_renders_each_monitoring_object_on_its_own(helm: Any) -> None:
+    for key, kind in (("serviceMonitor", "ServiceMonitor"), ("prometheusRule", "PrometheusRule")):
+        docs = render(helm, MANAGER_CHART, {**MANAGER_VALUES, "metrics": {key: {"enabled": True}}})
+        assert [d["kind"] for d in monitoring(docs)] == [kind]
+
+
+def test_worker_pod_monitor(helm: Any) -> None:
+    docs = render(helm, WORKER_CHART, WORKER_METRICS_ON)
+    (monitor,) = only(docs, "PodMonitor")
+    assert monitor["apiVersion"] == MONITORING
+    spec = monitor["spec"]
+    assert spec["namespaceSelector"] == {"matchNames": ["jobnik"]}
+    (endpoint,) = spec["podMetricsEndpoints"]
+    assert endpoint["path"] == "/metrics"
+    assert scrape_job(endpoint) == "jobnik-worker"
+    deployments = only(docs, "Deployment")
+    assert len(deployments) == 2
+    for deployment in deployments:
+        pod = deployment["spec"]["template"]
+        # Every stage type's pods are selected, on a port they name and serve.
+        assert spec["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+        (container,) = pod["spec"]["containers"]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert str(ports[endpoint["port"]]) == env["WORKER_METRICS_PORT"]
+        assert ports[endpoint["port"]] == WORKER_METRICS_PORT
+
+
+def test_worker_pod_monitor_needs_the_metrics_port(helm: Any) -> None:
+    with pytest.raises(helm.HelmError, match=r"metrics\.enabled"):
+        render(helm, WORKER_CHART, {"metrics": {"podMonitor": {"enabled": True}}})
+
+
+@pytest.mark.parametrize(
+    ("chart", "values"),
+    [
+        (MANAGER_CHART, {**MANAGER_VALUES, "metrics": {"serviceMonitor": {"enable": True}}}),
+        (MANAGER_CHART, {**MANAGER_VALUES, "metrics": {"prometheusRule": {"labels": []}}}),
+        (WORKER_CHART, {"metrics": {"podMonitor": {"interval": "soon"}}}),
+    ],
+    ids=["typo", "labels", "interval"],
+)
+def test_charts_refuse_bad_metrics_values(helm: Any, chart: Path, values: dict[str, Any]) -> None:
+    with pytest.raises(helm.HelmError, match="metrics"):
+        render(helm, chart, values)
+
+
+@pytest.mark.parametrize(
+    ("chart", "values"),
+    [(MANAGER_CHART, MANAGER_METRICS_ON), (WORKER_CHART, WORKER_METRICS_ON)],
+    ids=["manager", "worker"],
+)
+def test_charts_with_metrics_lint_clean(helm: Any, chart: Path, values: dict[str, Any]) -> None:
+    report = helm.lint(str(chart), values, strict=True)
+    assert not report["errors"], report
+    assert all(m["severity"] < 2 for m in report["messages"]), report
