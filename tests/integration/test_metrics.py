@@ -80,7 +80,7 @@ async def test_a_scrape_follows_a_job_and_counts_what_its_event_log_holds(
         assert now.value("jobnik_tasks_ready", stage_type=kind) == 7 - n
         assert now.value("jobnik_tasks_in_flight", stage_type=kind) == n
     assert {t["id"] for t in claimed} == {t["id"] for t in [*tasks, *timed]}
-    one, two, three, four, five, six = (t for t in claimed if t["id"] != timed[0]["id"])
+    one, two, three, four, _reaped, six = (t for t in claimed if t["id"] != timed[0]["id"])
 
     await api.report(one["id"], "COMPLETED")
     await api.call("PUT", f"/v1/tasks/{two['id']}/status", json={"status": "FAILED", "reason": "x"})
@@ -88,7 +88,7 @@ async def test_a_scrape_follows_a_job_and_counts_what_its_event_log_holds(
     await api.call("PUT", f"/v1/tasks/{three['id']}/status", json=later)
     for t in (four, six):
         await api.report(t["id"], "COMPLETED")
-    # The timed task's limit passes (timed out), then five's lease runs out (reaped).
+    # The timed task's limit passes (timed out), then the fifth one's lease runs out.
     ticking = db.with_hooks(MetricsHook())
     clock.advance(timedelta(seconds=6))
     await run_tick(ticking)

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,7 +22,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def manager_process(database_url: str, *, log: Path | None = None, **env: str) -> Iterator[str]:
+def manager_process(
+    database_url: str, *, log: Path | None = None, args: Sequence[str] = (), **env: str
+) -> Iterator[str]:
     """Start `jobnik-manager serve` on a free port; yield its base URL; stop it. Its
     error output goes to `log` when given (a test that makes it log much needs one: an
     unread pipe fills and stalls it)."""
@@ -38,7 +40,7 @@ def manager_process(database_url: str, *, log: Path | None = None, **env: str) -
     }
     errors = log.open("ab") if log is not None else None
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jobnik_manager.cli", "serve"],
+        [sys.executable, "-m", "jobnik_manager.cli", "serve", *args],
         env=environment,
         stdout=subprocess.DEVNULL,
         stderr=errors if errors is not None else subprocess.PIPE,
