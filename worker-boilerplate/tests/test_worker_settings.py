@@ -71,6 +71,8 @@ def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         ("WORKER_HEARTBEAT_SECONDS", "30"),  # not less than the default 30 s lease
         ("WORKER_NAME", ""),
         ("WORKER_CLAIM_WAIT_SECONDS", "61"),
+        ("WORKER_METRICS_PORT", "0"),
+        ("WORKER_LOG_FORMAT", "xml"),
     ],
 )
 def test_bad_values_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
@@ -85,3 +87,21 @@ def test_rabbitmq_settings_reach_the_worker(monkeypatch: pytest.MonkeyPatch) -> 
     worker = build_worker(WorkerSettings(_env_file=None), FakeJobnik())  # type: ignore[call-arg]
     assert worker.amqp_url == "amqp://guest:guest@127.0.0.1:5672/"
     assert worker.safety_poll == timedelta(seconds=12)
+
+
+@pytest.mark.parametrize("name", ["WORKER_METRICS_PORT", "JOBNIK_WORKER_METRICS_PORT"])
+def test_a_metrics_port_reaches_the_worker(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    for unset in ("WORKER_METRICS_PORT", "JOBNIK_WORKER_METRICS_PORT"):
+        monkeypatch.delenv(unset, raising=False)
+    assert WorkerSettings(_env_file=None).metrics_port is None  # type: ignore[call-arg]
+    monkeypatch.setenv(name, "9100")
+    worker = build_worker(WorkerSettings(_env_file=None), FakeJobnik())  # type: ignore[call-arg]
+    assert worker.metrics_port == 9100
+
+
+def test_the_log_format_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORKER_LOG_FORMAT", raising=False)
+    # Unset: configure_logging reads JOBNIK_LOG_FORMAT, else logs text.
+    assert WorkerSettings(_env_file=None).log_format is None  # type: ignore[call-arg]
+    monkeypatch.setenv("WORKER_LOG_FORMAT", "JSON")
+    assert WorkerSettings(_env_file=None).log_format == "json"  # type: ignore[call-arg]

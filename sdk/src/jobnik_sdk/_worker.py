@@ -278,6 +278,11 @@ class Worker(Generic[DataT]):
         return self._wakeups.amqp_url if self._wakeups else None
 
     @property
+    def metrics_port(self) -> int | None:
+        """The port the worker serves its Prometheus metrics on while it runs, if any."""
+        return self._metrics_port
+
+    @property
     def safety_poll(self) -> timedelta:
         """How often a worker that hears wake-ups claims anyway, in case one was lost."""
         return self._safety_poll

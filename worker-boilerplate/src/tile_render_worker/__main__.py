@@ -7,6 +7,7 @@ import asyncio
 import logging
 
 from jobnik_sdk import TaskLogFilter
+from jobnik_sdk.logs import configure_logging
 
 from .app import HandlerNotFoundError, build_client, build_worker, load_handler
 from .settings import WorkerSettings
@@ -19,12 +20,14 @@ async def _run(settings: WorkerSettings) -> None:
 
 def main() -> None:
     settings = WorkerSettings()
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    # Records logged while a handler runs carry its task_id, job_id and stage_type,
-    # whichever logger they come from (empty strings elsewhere), for the format to use.
+    # Text, or with WORKER_LOG_FORMAT (or JOBNIK_LOG_FORMAT) json, one JSON object per
+    # line: a handler's lines, whichever logger they come from, carry its task's ids.
+    try:
+        configure_logging(settings.log_level, settings.log_format)
+    except ValueError as exc:  # a level or JOBNIK_LOG_FORMAT it does not know
+        raise SystemExit(f"error: {exc}") from None
+    # Records logged while a handler runs carry its task_id, job_id and stage_type
+    # (empty strings elsewhere), for a text format of your own to use.
     for handler in logging.root.handlers:
         handler.addFilter(TaskLogFilter())
     # httpx logs every request at INFO, which for an idle worker is every poll.

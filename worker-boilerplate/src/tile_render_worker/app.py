@@ -74,4 +74,5 @@ def build_worker(settings: WorkerSettings, client: ConsumerClient) -> Worker[Any
         name=settings.name,
         amqp_url=settings.amqp_url or None,
         safety_poll=settings.safety_poll,
+        metrics_port=settings.metrics_port,
     )

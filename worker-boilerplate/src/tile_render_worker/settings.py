@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Self
+from typing import Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jobnik_sdk import Backoff
@@ -74,6 +74,21 @@ class WorkerSettings(BaseSettings):
         default=30.0, gt=0, description="With RabbitMQ, how often an idle worker polls anyway"
     )
     log_level: str = "INFO"
+    log_format: Literal["text", "json"] | None = Field(
+        default=None,
+        description="'text' or 'json' (one JSON object per line, with the task's ids); "
+        "unset reads JOBNIK_LOG_FORMAT, else text",
+    )
+    metrics_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        # The SDK's own name for it is taken too, so one variable serves every worker.
+        validation_alias=AliasChoices(
+            "metrics_port", "WORKER_METRICS_PORT", "JOBNIK_WORKER_METRICS_PORT"
+        ),
+        description="Serve Prometheus metrics on this port (/metrics); unset serves none",
+    )
 
     @field_validator("stage_type")
     @classmethod
@@ -81,6 +96,11 @@ class WorkerSettings(BaseSettings):
         if not [part for part in value.split(",") if part.strip()]:
             raise ValueError("name at least one stage type")
         return value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_case(cls, value: object) -> object:
+        return value.strip().lower() or None if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> Self:
