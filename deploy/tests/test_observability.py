@@ -24,6 +24,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from promql import PromQLError, parse
 from test_deploy import (
+    COMPOSE,
     DB_URL,
     DEPLOY,
     MANAGER_CHART,
@@ -347,10 +348,16 @@ def test_scrape_config() -> None:
     for job in jobs.values():
         assert job["metrics_path"] == "/metrics"
         assert DURATION.fullmatch(config["global"]["scrape_interval"])
-    (manager,) = jobs["jobnik-manager"]["static_configs"]
-    assert all(t.endswith(":8080") for t in manager["targets"])
+    # The names it finds are compose.yaml's services, on the ports they serve on.
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    (manager,) = jobs["jobnik-manager"]["dns_sd_configs"]
+    assert manager["names"] == ["manager"]
+    command = services["manager"]["command"]
+    assert str(manager["port"]) == command[command.index("--port") + 1]
     (workers,) = jobs["jobnik-worker"]["dns_sd_configs"]
+    assert workers["names"] == ["worker"]
     assert workers["port"] == WORKER_METRICS_PORT
+    assert services["worker"]["environment"]["WORKER_METRICS_PORT"] == str(WORKER_METRICS_PORT)
 
 
 # --- real scrapes ---------------------------------------------------------------
