@@ -257,6 +257,11 @@ def test_dashboard_panels(dashboard: dict[str, Any]) -> None:
         assert len(refs) == len(set(refs)), panel["title"]
         for target in panel["targets"]:
             assert target["datasource"]["uid"] == "${datasource}", panel["title"]
+        # A series given a unit or axis of its own is found by its legend.
+        legends = {t.get("legendFormat") for t in panel["targets"]}
+        for override in panel["fieldConfig"]["overrides"]:
+            assert override["matcher"]["id"] == "byName", panel["title"]
+            assert override["matcher"]["options"] in legends, panel["title"]
 
 
 def test_dashboard_queries_parse_and_use_known_metrics(dashboard: dict[str, Any]) -> None:
