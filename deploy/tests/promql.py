@@ -334,15 +334,3 @@ class Parser:
 def parse(expr: str) -> Parsed:
     """The expression's type and the metric names it selects; PromQLError if invalid."""
     return Parser(expr).parse()
-
-
-# A name as a scrape exposes it, from the family it belongs to: a counter's samples end
-# in _total, a histogram's in _bucket, _sum and _count.
-SUFFIXES = ("_total", "_bucket", "_sum", "_count", "_created")
-
-
-def family(sample_name: str) -> str:
-    for suffix in SUFFIXES:
-        if sample_name.endswith(suffix):
-            return sample_name.removesuffix(suffix)
-    return sample_name
