@@ -634,6 +634,27 @@ def test_worker_pod_monitor(helm: Any) -> None:
         assert ports[endpoint["port"]] == WORKER_METRICS_PORT
 
 
+def test_worker_template_serves_on_the_port_the_chart_names(
+    helm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tile_render_worker.settings import WorkerSettings
+
+    (deployment, *_) = only(render(helm, WORKER_CHART, WORKER_METRICS_ON), "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    # Unknown settings are ignored, so a variable the template does not read would
+    # silently change nothing.
+    fields = WorkerSettings.model_fields
+    unread = {n for n in env if n.removeprefix("WORKER_").lower() not in fields}
+    assert not unread, f"the worker template reads no {sorted(unread)}"
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.metrics_port == WORKER_METRICS_PORT
+    (port,) = container["ports"]
+    assert port == {"name": "metrics", "containerPort": WORKER_METRICS_PORT, "protocol": "TCP"}
+
+
 def test_worker_pod_monitor_needs_the_metrics_port(helm: Any) -> None:
     with pytest.raises(helm.HelmError, match=r"metrics\.enabled"):
         render(helm, WORKER_CHART, {"metrics": {"podMonitor": {"enabled": True}}})
