@@ -63,7 +63,7 @@ class Samples:
             values[outcome] = sample(
                 "jobnik_worker_handler_seconds_count", stage_type=kind, outcome=outcome
             )
-        for error in ("NonRetryableError", "RuntimeError"):
+        for error in ("NonRetryableError", "RuntimeError", "TimeoutError"):
             values[error] = sample(
                 "jobnik_worker_failures_total", stage_type=kind, error_type=error
             )
@@ -241,3 +241,17 @@ def test_metrics_are_off_by_default_and_a_bad_port_is_refused() -> None:
     assert not worker(fake, "plain", Held())._meter.enabled
     with pytest.raises(ValueError, match="metrics_port"):
         worker(fake, "plain", Held(), metrics_port=0)
+
+
+async def test_a_handler_stopped_at_its_time_limit_is_a_failure() -> None:
+    fake, kind = FakeJobnik(), unique("metered-timeout")
+    held = Held()
+    task = NewTask(timeout_seconds=0.05, max_attempts=2)
+    await fake.create_job("timed", stages=[NewStage(type=kind, tasks=[task])])
+    before = Samples(kind)
+    async with worker(fake, kind, held, metrics=True):
+        await asyncio.wait_for(held.cancelled.wait(), DEADLINE.total_seconds())
+    delta = before.delta()
+    delta.pop("heartbeats", None)
+    # The first of two attempts: the manager offers it again.
+    assert delta == {"claims": 1, "retried": 1, "TimeoutError": 1}

@@ -645,21 +645,21 @@ class Worker(Generic[DataT]):
         self._prefetch.observe(took)
         if not invocation.cancelled():
             invocation.exception()  # read even when dropped, so asyncio does not warn
+        outcome = None
         try:
-            outcome = None
             if attempt.dropped is None:
                 outcome = attempt.outcome(shutting_down=self._stopping.is_set())
                 self._track(self._reporter.submit(attempt.task, outcome, ids=attempt.ids))
-            if self._meter.enabled:
-                ended, error_type = attempt.ending(outcome)
-                stage_type = self._meter.stage_type(attempt.ids.stage_type)
-                self._meter.ended(started_as, stage_type, ended, took, error_type)
         except Exception:
             self._log.exception(
                 "unexpected error while reporting %s", attempt.name, extra=attempt.extra
             )
         finally:
             self._busy -= 1
+            if self._meter.enabled:  # whatever happened above, or the gauge would drift
+                ended, error_type = attempt.ending(outcome)
+                stage_type = self._meter.stage_type(attempt.ids.stage_type)
+                self._meter.ended(started_as, stage_type, ended, took, error_type)
             self._start_ready()
 
     async def _invoke(self, task: Task, attempt: Attempt) -> Any:
