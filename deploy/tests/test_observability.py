@@ -103,7 +103,11 @@ SUFFIXES = {COUNTER: ("_total",), HISTOGRAM: ("_bucket", "_sum", "_count"), GAUG
 
 def sample_names(families: dict[str, str]) -> dict[str, str]:
     """The names a scrape's samples carry, each with its family's type."""
-    return {name + suffix: kind for name, kind in families.items() for suffix in SUFFIXES[kind]}
+    return {
+        name + suffix: kind
+        for name, kind in families.items()
+        for suffix in SUFFIXES.get(kind, ("",))
+    }
 
 
 KNOWN = sample_names(MANAGER_METRICS | WORKER_METRICS)
@@ -115,11 +119,17 @@ FAMILY_OF = {
 
 
 def families_of(text: str) -> dict[str, str]:
-    """A scrape's metric families (declared, whether or not they have samples yet)."""
-    return {f.name: f.type for f in text_string_to_metric_families(text)}
+    """A scrape's Jobnik metric families (declared, whether or not they have samples
+    yet)."""
+    return {
+        f.name: f.type for f in text_string_to_metric_families(text) if f.name.startswith("jobnik_")
+    }
 
 
-def samples_of(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def samples_of(text: str) -> Samples:
     return {
         (s.name, frozenset(s.labels.items())): s.value
         for f in text_string_to_metric_families(text)
@@ -315,6 +325,9 @@ def test_alert_rules() -> None:
     names = [r["alert"] for r in rules]
     assert len(names) == len(set(names))
     assert set(names) == EXPECTED_ALERTS
+    readme = (DEPLOY / "grafana" / "README.md").read_text()
+    unexplained = {n for n in names if f"| `{n}` (" not in readme}
+    assert not unexplained, f"grafana/README.md does not explain {sorted(unexplained)}"
     for rule in rules:
         name = rule["alert"]
         assert set(rule) <= {"alert", "expr", "for", "keep_firing_for", "labels", "annotations"}
@@ -369,7 +382,6 @@ def test_scrape_config() -> None:
 
 STAGE = "metrics-check"
 WORKER_STAGE = "metrics-worker"
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def value(samples: Samples, name: str, **labels: str) -> float | None:
