@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import case, func, select, union_all
+from sqlalchemy import case, func, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
@@ -55,12 +55,10 @@ async def _read(s: AsyncSession) -> State:
     for stage_type, ready, running in queues:
         state.ready[stage_type] = int(ready or 0)
         state.in_flight[stage_type] = int(running or 0)
-    for stage_type, ready in state.ready.items():
-        if ready:
-            oldest = await _oldest_ready(s, stage_type)
-            state.oldest_ready_age[stage_type] = (
-                0.0 if oldest is None else max((now - oldest).total_seconds(), 0.0)
-            )
+    waiting = sorted(t for t, n in state.ready.items() if n)
+    if waiting:
+        for stage_type, oldest in (await _oldest_ready(s, waiting)).items():
+            state.oldest_ready_age[stage_type] = max((now - oldest).total_seconds(), 0.0)
     expiring = await s.execute(
         select(Task.stage_type, func.count())
         .where(
@@ -86,18 +84,36 @@ async def _read(s: AsyncSession) -> State:
     return state
 
 
-async def _oldest_ready(s: AsyncSession, stage_type: str) -> datetime | None:
-    """The creation time of the oldest claimable task of this type: the first entry of
+_RANKS = sorted(p.rank for p in Priority)
+# PostgreSQL: the first claim-index entry of each (type, priority), in one statement.
+_OLDEST = text(
+    "SELECT v.stage_type, min(f.creation_time) "
+    "FROM unnest(CAST(:types AS text[])) AS v(stage_type) "
+    "CROSS JOIN unnest(CAST(:ranks AS smallint[])) AS r(rank) "
+    "CROSS JOIN LATERAL (SELECT creation_time FROM tasks WHERE claimable "
+    "AND stage_type = v.stage_type AND priority_rank = r.rank ORDER BY seq LIMIT 1) AS f "
+    "GROUP BY v.stage_type"
+)
+
+
+async def _oldest_ready(s: AsyncSession, stage_types: list[str]) -> dict[str, datetime]:
+    """The creation time of the oldest claimable task of each type: the first entry of
     each priority in the claim index (stage type, priority, insertion order)."""
-    firsts = [
-        select(Task.creation_time)
-        .where(Task.claimable, Task.stage_type == stage_type, Task.priority_rank == p.rank)
-        .order_by(Task.seq)
-        .limit(1)
-        .subquery()
-        .select()
-        for p in Priority
-    ]
-    rows = await s.execute(union_all(*firsts))
-    times = [t for (t,) in rows if t is not None]
-    return min(times) if times else None
+    if s.get_bind().dialect.name == "postgresql":
+        rows = await s.execute(_OLDEST, {"types": stage_types, "ranks": _RANKS})
+        return {t: at for t, at in rows if at is not None}
+    oldest: dict[str, datetime] = {}
+    for stage_type in stage_types:  # SQLite: in process, a query costs little
+        firsts = [
+            select(Task.creation_time)
+            .where(Task.claimable, Task.stage_type == stage_type, Task.priority_rank == rank)
+            .order_by(Task.seq)
+            .limit(1)
+            .subquery()
+            .select()
+            for rank in _RANKS
+        ]
+        times = [at for (at,) in await s.execute(union_all(*firsts)) if at is not None]
+        if times:
+            oldest[stage_type] = min(times)
+    return oldest
