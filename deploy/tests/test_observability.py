@@ -661,7 +661,7 @@ def test_worker_template_serves_on_the_port_the_chart_names(
     assert not unread, f"the worker template reads no {sorted(unread)}"
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
+    settings = WorkerSettings(_env_file=None)
     assert settings.metrics_port == WORKER_METRICS_PORT
     (port,) = container["ports"]
     assert port == {"name": "metrics", "containerPort": WORKER_METRICS_PORT, "protocol": "TCP"}
