@@ -29,6 +29,7 @@ come with the rates: the manager's and the worker's CPU time, PostgreSQL commits
     uv run python scripts/bench_drain.py                          # 20,000 tasks, 1 run
     uv run python scripts/bench_drain.py --tasks 5000 --runs 3 --modes sdk,batch
     uv run python scripts/bench_drain.py --compare-history 1000000   # exit 1 above 1.2x
+    uv run python scripts/bench_drain.py --compare-metrics --runs 3 --modes sdk,batch
     uv run python scripts/bench_drain.py --url sqlite+aiosqlite:////tmp/bench_drain.db
 """
 
@@ -285,7 +286,7 @@ async def measure_ceiling(url: str, *, clients: int, seconds: int, rows: int) ->
 class Manager:
     """One real manager process (`jobnik_manager.cli serve`) on the benchmark database."""
 
-    def __init__(self, url: str, port: int) -> None:
+    def __init__(self, url: str, port: int, settings: dict[str, str] | None = None) -> None:
         self.url = url
         self.base = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("JOBNIK_")}
@@ -294,6 +295,7 @@ class Manager:
             "JOBNIK_PORT": str(port),
             "JOBNIK_LOG_LEVEL": "warning",
             "JOBNIK_AUTO_MIGRATE": "false",
+            **(settings or {}),
         }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jobnik_manager.cli", "serve"], env=env, cwd=REPO
@@ -777,6 +779,7 @@ class Bench:
     url: str
     port: int
     statements: bool
+    settings: dict[str, str] = field(default_factory=dict)  # the manager's, beyond ours
     _manager: Manager | None = None
     _job: uuid.UUID | None = None  # the job being measured
 
@@ -788,7 +791,7 @@ class Bench:
     async def start_manager(self) -> None:
         """A fresh manager process, ready and warmed up (tried again should it be stopped)."""
         for attempt in range(self.args.retries + 1):
-            self._manager = Manager(self.url, self.port)
+            self._manager = Manager(self.url, self.port, self.settings)
             try:
                 await self.manager.ready()
                 await warm_up(self.manager.base, self.args.warmup)
@@ -1120,21 +1123,29 @@ async def benchmark(args: argparse.Namespace) -> int:
         if args.url in args.scratch:
             args.scratch.append(history_url)
         sides = [
-            ("empty", args.url, args.port, 0, ["sdk"]),
-            ("history", history_url, free_port(), args.compare_history, ["sdk"]),
+            ("empty", args.url, args.port, 0, ["sdk"], {}),
+            ("history", history_url, free_port(), args.compare_history, ["sdk"], {}),
+        ]
+    elif args.compare_metrics:
+        metrics_url = sibling_url(args.url, "metrics")
+        if args.url in args.scratch:
+            args.scratch.append(metrics_url)
+        sides = [
+            ("metrics-off", args.url, args.port, 0, args.modes, {"JOBNIK_METRICS": "false"}),
+            ("metrics-on", metrics_url, free_port(), 0, args.modes, {"JOBNIK_METRICS": "true"}),
         ]
     else:
-        sides = [("bench", args.url, args.port, args.history, args.modes)]
+        sides = [("bench", args.url, args.port, args.history, args.modes, {})]
     if ceiling_url and ceiling_url not in (url for _, url, *_ in sides):
         await recreate(ceiling_url)
     token = uuid.uuid4().hex[:6]
     phases = []
-    for name, url, port, history, modes in sides:
+    for name, url, port, history, modes, settings in sides:
         statements = await prepare(url)
         types = {
             (i, m): f"drain-{m}-{name}{i + 1}-{token}" for i in range(args.runs) for m in modes
         }
-        bench = Bench(args=args, url=url, port=port, statements=statements)
+        bench = Bench(args=args, url=url, port=port, statements=statements, settings=settings)
         phases.append(Phase(name=name, bench=bench, history=history, modes=modes, types=types))
     statements = all(p.bench.statements for p in phases)
 
@@ -1192,6 +1203,8 @@ async def benchmark(args: argparse.Namespace) -> int:
         print_phase(title, phase["summary"], ceiling_note, args.runs)
     if args.compare_history is not None and len(report["phases"]) == 2:
         exit_code = max(exit_code, compare(args, phases, report))
+    if args.compare_metrics and len(report["phases"]) == 2:
+        compare_metrics(phases, report)
     if args.json:
         out = json.dumps(report, indent=2, default=str) + "\n"
         await asyncio.to_thread(Path(args.json).write_text, out)
@@ -1221,6 +1234,24 @@ def compare(args: argparse.Namespace, phases: list[Phase], report: dict[str, Any
         print(f"FAILED: {slowdown:.2f}x is above {args.max_history_ratio}x", file=sys.stderr)
         return 1
     return 0
+
+
+def compare_metrics(phases: list[Phase], report: dict[str, Any]) -> None:
+    """The rate with metrics on over the rate with them off, mode by mode and run by run
+    (both sides of a run share its ceiling)."""
+    off, on = phases
+    ratios: dict[str, list[float]] = {}
+    for run_off, run_on in zip(off.runs, on.runs, strict=False):
+        rates = {r.mode: r.rate for r in run_off.results}
+        for r in run_on.results:
+            if r.mode in rates:
+                ratios.setdefault(r.mode, []).append(r.rate / rates[r.mode])
+    print("\nmetrics on / off, run by run (1.00x costs nothing):")
+    for mode, each in ratios.items():
+        median = statistics.median(each)
+        runs = " / ".join(f"{x:.2f}x" for x in each)
+        print(f"  {mode}: {runs}; median {median:.2f}x, a cost of {(1 - median) * 100:+.1f}%")
+    report["metrics_on_over_off"] = ratios
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -1255,6 +1286,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "slowdown is above --max-history-ratio",
     )
     parser.add_argument("--max-history-ratio", type=float, default=1.2)
+    parser.add_argument(
+        "--compare-metrics",
+        action="store_true",
+        help="run the modes on two managers, JOBNIK_METRICS off and on, in turn every run",
+    )
     parser.add_argument("--port", type=int, default=0, help="the manager's (default: a free one)")
     parser.add_argument("--keep", action="store_true", help="keep the databases made for the run")
     parser.add_argument("--ceiling-clients", type=int, default=8)
@@ -1284,6 +1320,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--modes takes some of {','.join(MODES)}")
     if args.compare_history is not None and args.history:
         parser.error("--compare-history and --history do not go together")
+    if args.compare_metrics and (args.compare_history is not None or args.history):
+        parser.error("--compare-metrics goes with neither --compare-history nor --history")
     if args.tasks < 1 or args.v1_tasks < 1 or args.runs < 1:
         parser.error("--tasks, --v1-tasks and --runs must be positive")
     return args
