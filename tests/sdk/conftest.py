@@ -27,6 +27,9 @@ from ..support.invariants import assert_invariants
 # What the SDK tests run against: the manager through the SDK, or the fake.
 Surface = JobnikClient | FakeJobnik
 
+# A Worker's pauses between empty claims in tests: a few milliseconds.
+QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
+
 FAST_RETRY = RequestRetryPolicy(
     max_attempts=3,
     backoff=Backoff(initial=timedelta(milliseconds=1), maximum=timedelta(milliseconds=5)),

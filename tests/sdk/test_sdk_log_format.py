@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from jobnik_sdk import Backoff, JobStatus, NewStage, NewTask, TaskContext, Worker
+from jobnik_sdk import JobStatus, NewStage, NewTask, TaskContext, Worker
 from jobnik_sdk.logs import (
     TEXT_FORMAT,
     JsonFormatter,
@@ -24,7 +24,7 @@ from jobnik_sdk.logs import (
 )
 from jobnik_sdk.testing import FakeJobnik
 
-QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
+from .conftest import QUICK
 
 
 @pytest.fixture

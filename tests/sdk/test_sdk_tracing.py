@@ -19,7 +19,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanContext, SpanKind, StatusCode
 
 from jobnik_sdk import (
-    Backoff,
     JobStatus,
     NewStage,
     NewTask,
@@ -29,9 +28,8 @@ from jobnik_sdk import (
 )
 
 from ..support.api import unique
-from .conftest import Surface
+from .conftest import QUICK, Surface
 
-QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
 DEADLINE = timedelta(seconds=20)
 
 

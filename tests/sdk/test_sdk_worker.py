@@ -38,8 +38,8 @@ from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
 from ..support.handlers import Held
+from .conftest import QUICK
 
-QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
 DEADLINE = timedelta(seconds=10)
 
 

@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 from jobnik_sdk import (
-    Backoff,
     JobnikClient,
     JobStatus,
     NewStage,
@@ -24,7 +23,7 @@ from jobnik_sdk import (
 )
 from jobnik_sdk.testing import FakeJobnik
 
-QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
+from .conftest import QUICK
 
 
 async def test_every_line_about_a_task_names_it_and_its_job(

@@ -16,7 +16,6 @@ import pytest
 from prometheus_client import REGISTRY
 
 from jobnik_sdk import (
-    Backoff,
     JobStatus,
     NewStage,
     NewTask,
@@ -30,9 +29,8 @@ from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
 from ..support.handlers import Held
-from .conftest import Surface
+from .conftest import QUICK, Surface
 
-QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
 DEADLINE = timedelta(seconds=20)
 NO_DELAY = TaskRetryPolicy(initial_delay=timedelta(0))
 

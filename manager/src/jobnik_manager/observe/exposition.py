@@ -42,31 +42,25 @@ def _by(name: str, doc: str, label: str, values: dict[str, int] | dict[str, floa
     return family
 
 
+_READY = "Tasks waiting to run (PENDING, RETRIED) in stages that may run, of jobs not paused"
+_OLDEST = "Age of the oldest claimable task (since its creation)"
+_EXPIRING = "Running tasks whose lease runs out within 10 s (or has, unreaped)"
+
+
 class _Now(Collector):
     def __init__(self, state: State, db: Database) -> None:
         self.state, self.db = state, db
 
     def collect(self) -> Iterator[Metric]:
         s = self.state
-        yield _by(
-            "jobnik_tasks_ready",
-            "Tasks waiting to run (PENDING, RETRIED) in stages that may run, of jobs not paused",
-            "stage_type",
-            s.ready,
+        by_type = (
+            ("jobnik_tasks_ready", _READY, s.ready),
+            ("jobnik_tasks_oldest_ready_age_seconds", _OLDEST, s.oldest_ready_age),
+            ("jobnik_tasks_in_flight", "Tasks claimed and running", s.in_flight),
+            ("jobnik_leases_expiring", _EXPIRING, s.expiring),
         )
-        yield _by(
-            "jobnik_tasks_oldest_ready_age_seconds",
-            "Age of the oldest claimable task (since its creation)",
-            "stage_type",
-            s.oldest_ready_age,
-        )
-        yield _by("jobnik_tasks_in_flight", "Tasks claimed and running", "stage_type", s.in_flight)
-        yield _by(
-            "jobnik_leases_expiring",
-            "Running tasks whose lease runs out within 10 s (or has, unreaped)",
-            "stage_type",
-            s.expiring,
-        )
+        for name, doc, values in by_type:
+            yield _by(name, doc, "stage_type", values)
         yield _by("jobnik_jobs", "Jobs by status", "status", s.jobs)
         yield _by("jobnik_stages", "Stages by status", "status", s.stages)
         yield GaugeMetricFamily(
