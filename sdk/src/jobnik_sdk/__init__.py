@@ -19,6 +19,7 @@ from ._consumer import ClaimedTasks, ConsumerClient
 from ._context import TaskContext
 from ._exceptions import (
     ApiError,
+    AuthenticationError,
     ConflictError,
     IllegalTransitionError,
     JobnikError,
@@ -27,6 +28,7 @@ from ._exceptions import (
     LeaseLostError,
     NonRetryableError,
     NotFoundError,
+    PermissionDeniedError,
     RetryLaterError,
     TaskOutcome,
     WaitTimeoutError,
@@ -62,6 +64,7 @@ from ._worker import Worker
 
 __all__ = [
     "ApiError",
+    "AuthenticationError",
     "Backoff",
     "ClaimedTasks",
     "ConflictError",
@@ -83,6 +86,7 @@ __all__ = [
     "NonRetryableError",
     "NotFoundError",
     "Page",
+    "PermissionDeniedError",
     "Priority",
     "ReportError",
     "ReportOutcome",

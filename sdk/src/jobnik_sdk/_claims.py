@@ -7,7 +7,13 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from ._consumer import ConsumerClient
-from ._exceptions import ApiError, JobnikTransportError, JobnikValidationError
+from ._exceptions import (
+    ApiError,
+    AuthenticationError,
+    JobnikTransportError,
+    JobnikValidationError,
+    PermissionDeniedError,
+)
 from ._logs import Log
 from ._models import Job, Stage, Task
 
@@ -24,6 +30,9 @@ class Claimer:
     types to fit in one claim (20 of them), as a claim held for one group would keep
     the others waiting. An older manager refuses the long poll as a malformed request;
     when the same claim goes through without it, the worker polls from then on.
+
+    A claim the manager refuses for the worker's token (401, 403) raises: claiming
+    again cannot succeed, so the worker stops.
     """
 
     def __init__(
@@ -49,6 +58,7 @@ class Claimer:
         self._on_context = on_context
         self._with_context = True
         self._next_group = 0
+        self._refused = False
 
     @property
     def long_polls(self) -> bool:
@@ -58,13 +68,19 @@ class Claimer:
     async def claim(self, limit: int, *, wait: bool = False) -> list[Task]:
         """One claim per group of stage types until one yields tasks, starting after
         the group served last; an empty list when none did (or the manager could not
-        be asked)."""
+        be asked). Raises AuthenticationError or PermissionDeniedError when the manager
+        refuses the worker's token."""
         count = len(self._groups)
         for offset in range(count):
             index = (self._next_group + offset) % count
             group = self._groups[index]
             try:
                 tasks = await self._claim(group, limit, self._wait if wait else None)
+            except (AuthenticationError, PermissionDeniedError) as exc:
+                if not self._refused:  # claims in flight together are refused together
+                    self._refused = True
+                    self._log.error("the manager refused this worker's token: %s", exc)
+                raise
             except (JobnikTransportError, ApiError) as exc:
                 self._log.warning("claiming %s tasks failed: %s", group, exc)
                 continue

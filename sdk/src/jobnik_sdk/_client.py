@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -13,6 +14,7 @@ from ._producer import ProducerCalls
 from ._retry import RequestRetryPolicy
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+TOKEN_ENV = "JOBNIK_TOKEN"
 
 
 class JobnikClient(ProducerCalls, ConsumerCalls):
@@ -29,6 +31,13 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
     retried create could create a thing twice; creates are then retried only when they
     surely never reached the manager. `limits` bounds the connection pool (by default up
     to 100 connections, of which 10 are kept alive for 4 seconds).
+
+    `token` is sent as `Authorization: Bearer <token>` on every request, for a manager
+    that runs with authentication; when it is None the client reads `JOBNIK_TOKEN` from
+    the environment (unset or empty: no token; `token=""` ignores the environment). A
+    refused token raises AuthenticationError (401), a call the token's role does not
+    allow PermissionDeniedError (403); neither is retried. The token is not shown in
+    the client's repr, in the SDK's logs or in the errors it raises.
     """
 
     def __init__(
@@ -41,7 +50,10 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
         headers: Mapping[str, str] | None = None,
         auto_idempotency_keys: bool = True,
         limits: httpx.Limits | None = None,
+        token: str | None = None,
     ) -> None:
+        if token is None:
+            token = os.environ.get(TOKEN_ENV)
         self._http = Http(
             base_url,
             transport=transport,
@@ -50,6 +62,7 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
             headers=headers,
             auto_idempotency_keys=auto_idempotency_keys,
             limits=limits or DEFAULT_LIMITS,
+            token=(token or "").strip() or None,
         )
 
     @property

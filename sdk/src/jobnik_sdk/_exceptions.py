@@ -3,6 +3,8 @@
 JobnikError
 ├── JobnikTransportError           the manager was not reached, or did not answer in time
 ├── ApiError                       the manager answered with an error: status_code, code, message
+│   ├── AuthenticationError        401 UNAUTHORIZED: no token, or one the manager refuses
+│   ├── PermissionDeniedError      403 FORBIDDEN: the token may not do this
 │   ├── NotFoundError              404: JOB_NOT_FOUND, STAGE_NOT_FOUND, TASK_NOT_FOUND, ...
 │   ├── JobnikValidationError      400 VALIDATION_ERROR: the request itself was malformed
 │   ├── IllegalTransitionError     400 ILLEGAL_*: not allowed in the entity's current status
@@ -49,6 +51,16 @@ class ApiError(JobnikError):
         self.message = message
         self.status_code = status_code
         self.code = code
+
+
+class AuthenticationError(ApiError):
+    """401: the manager wants a token and got none, or refuses the one it got (unknown,
+    revoked or expired). Sending the call again cannot help, so it is not retried."""
+
+
+class PermissionDeniedError(ApiError):
+    """403: the token is valid but its role (or its stage types) does not allow the call.
+    Not retried."""
 
 
 class NotFoundError(ApiError):
@@ -110,16 +122,26 @@ class RetryLaterError(TaskOutcome):
         self.reason = reason
 
 
-def api_error(response: httpx.Response) -> ApiError:
-    """The ApiError for an error response, from its `{message, code}` body."""
+def api_error(response: httpx.Response, *, secret: str | None = None) -> ApiError:
+    """The ApiError for an error response, from its `{message, code}` body; `secret`
+    (the client's token) is masked wherever the body repeats it."""
     message, code = _error_body(response)
-    return error_for(response.status_code, code, message)
+    return error_for(response.status_code, code, redact(message, secret))
+
+
+def redact(text: str, secret: str | None) -> str:
+    """`text` with `secret` masked, for messages and logs that could otherwise show it."""
+    return text.replace(secret, "***") if secret else text
 
 
 def error_for(status_code: int, code: str, message: str) -> ApiError:
     """The ApiError subclass that an answer with this status and code maps to."""
     cls: type[ApiError]
-    if status_code == 404:
+    if status_code == 401:
+        cls = AuthenticationError
+    elif status_code == 403:
+        cls = PermissionDeniedError
+    elif status_code == 404:
         cls = NotFoundError
     elif status_code == 409:
         cls = LeaseLostError if code == "LEASE_LOST" else ConflictError

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from ._exceptions import JobnikTransportError, api_error
+from ._exceptions import JobnikTransportError, api_error, redact
 from ._retry import RequestRetryPolicy, replay_for, send_with_retries
 from ._version import __version__
 
@@ -49,8 +49,11 @@ class Http:
         headers: Mapping[str, str] | None,
         auto_idempotency_keys: bool,
         limits: httpx.Limits = DEFAULT_LIMITS,
+        token: str | None = None,
     ) -> None:
         _quiet_httpx()
+        # Kept only to mask it in error messages; it goes out in the client's headers.
+        self._token = token or None
         self._retry = retry
         self._auto_keys = auto_idempotency_keys
         self._timeout = timeout.total_seconds()
@@ -62,6 +65,8 @@ class Http:
             limits=limits,
             headers={"User-Agent": f"jobnik-sdk/{__version__}", **(headers or {})},
         )
+        if self._token:
+            self._client.headers["Authorization"] = f"Bearer {self._token}"
 
     @property
     def base_url(self) -> str:
@@ -114,9 +119,10 @@ class Http:
         try:
             response = await send_with_retries(send, replay=replay, policy=self._retry)
         except httpx.TransportError as exc:
-            raise JobnikTransportError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            message = redact(f"{method} {path}: {type(exc).__name__}: {exc}", self._token)
+            raise JobnikTransportError(message) from exc
         if response.is_error:
-            raise api_error(response)
+            raise api_error(response, secret=self._token)
         return response
 
     async def aclose(self) -> None:

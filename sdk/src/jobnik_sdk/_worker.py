@@ -130,6 +130,12 @@ class Worker(Generic[DataT]):
     tasks handed back (RETRIED at once, no attempt spent), as are tasks claimed ahead
     that never started, so no claimed task waits for its lease to run out and a rolling
     restart costs no task an attempt. Reports waiting for their batch are sent at once.
+
+    Authentication: given a URL, the worker's client sends `token` (by default the
+    `JOBNIK_TOKEN` environment variable) as a bearer token. When the manager refuses a
+    claim for the token (401, or 403 for a role or stage types that may not claim), the
+    worker logs it as an ERROR, stops as on shutdown, and `run()` raises
+    AuthenticationError or PermissionDeniedError.
     """
 
     def __init__(
@@ -157,6 +163,7 @@ class Worker(Generic[DataT]):
         metrics: bool = False,
         metrics_port: int | None = None,
         tracer_provider: TracerProvider | None = None,
+        token: str | None = None,
     ) -> None:
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         if not types or any(not t for t in types):
@@ -182,8 +189,12 @@ class Worker(Generic[DataT]):
         name = default_worker_name() if name is None else name
         if not 1 <= len(name) <= 100:
             raise ValueError("a worker's name has 1 to 100 characters")
+        if token is not None and not isinstance(client, str):
+            raise ValueError("token goes with a manager URL; give it to your client instead")
         self._owns_client = isinstance(client, str)
-        self._client: ConsumerClient = JobnikClient(client) if isinstance(client, str) else client
+        self._client: ConsumerClient = (
+            JobnikClient(client, token=token) if isinstance(client, str) else client
+        )
         self._stage_types = types
         self._lease = lease
         self._name = name
