@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
+from jobnik_sdk import JobnikClient
 from jobnik_sdk.testing import FakeJobnik
-from tile_render_worker.app import build_worker
+from tile_render_worker.app import build_client, build_worker
 from tile_render_worker.settings import HANDLER, STAGE_TYPE, WorkerSettings
 
 
@@ -105,3 +108,54 @@ def test_the_log_format_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     assert WorkerSettings(_env_file=None).log_format is None  # type: ignore[call-arg]
     monkeypatch.setenv("WORKER_LOG_FORMAT", "JSON")
     assert WorkerSettings(_env_file=None).log_format == "json"  # type: ignore[call-arg]
+
+
+TOKEN = "jnk_" + "t0ken-Of_the-worker" * 2 + "abcde"
+
+
+@pytest.mark.parametrize(
+    ("worker_token", "jobnik_token", "expected"),
+    [
+        (None, None, None),
+        (TOKEN, None, TOKEN),
+        (None, TOKEN, TOKEN),  # the SDK's own variable serves too
+        (TOKEN, "jnk_other", TOKEN),  # WORKER_TOKEN first
+        ("", None, None),  # empty is unset
+    ],
+)
+def test_the_token_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+    worker_token: str | None,
+    jobnik_token: str | None,
+    expected: str | None,
+) -> None:
+    for name, value in (("WORKER_TOKEN", worker_token), ("JOBNIK_TOKEN", jobnik_token)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    settings = WorkerSettings(_env_file=None)  # type: ignore[call-arg]
+    token = settings.token.get_secret_value() if settings.token is not None else None
+    assert token == expected
+    assert TOKEN not in repr(settings)
+    assert TOKEN not in str(settings.model_dump())
+
+
+async def test_the_token_goes_out_with_every_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JOBNIK_TOKEN", raising=False)
+    monkeypatch.setenv("WORKER_TOKEN", TOKEN)
+    sent: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request.headers.get("Authorization"))
+        return httpx.Response(200, json={"items": [], "total": 0})
+
+    def on_mock(url: str, **options: Any) -> JobnikClient:
+        return JobnikClient(url, transport=httpx.MockTransport(answer), **options)
+
+    monkeypatch.setattr("tile_render_worker.app.JobnikClient", on_mock)
+    client = build_client(WorkerSettings(_env_file=None))  # type: ignore[call-arg]
+    async with client:
+        await client.list_jobs()
+        assert TOKEN not in repr(client)
+    assert sent == [f"Bearer {TOKEN}"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from jobnik_sdk import TaskLogFilter
+from jobnik_sdk import AuthenticationError, PermissionDeniedError, TaskLogFilter
 from jobnik_sdk.logs import configure_logging
 
 from .app import HandlerNotFoundError, build_client, build_worker, load_handler
@@ -37,7 +37,11 @@ def main() -> None:
         load_handler(settings.handler)
     except HandlerNotFoundError as exc:
         raise SystemExit(f"error: {exc}") from None
-    asyncio.run(_run(settings))
+    try:
+        asyncio.run(_run(settings))
+    except (AuthenticationError, PermissionDeniedError):
+        # The worker logged the refusal; a token to fix, not a crash to trace.
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

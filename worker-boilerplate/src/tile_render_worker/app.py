@@ -55,8 +55,10 @@ def load_handler(reference: str) -> Handler[Any]:
 
 
 def build_client(settings: WorkerSettings) -> JobnikClient:
-    """A client of the configured manager."""
-    return JobnikClient(settings.manager_url, timeout=settings.request_timeout)
+    """A client of the configured manager, with the worker's token when one is set
+    (WORKER_TOKEN, else JOBNIK_TOKEN)."""
+    token = settings.token.get_secret_value() if settings.token is not None else None
+    return JobnikClient(settings.manager_url, timeout=settings.request_timeout, token=token)
 
 
 def build_worker(settings: WorkerSettings, client: ConsumerClient) -> Worker[Any]:

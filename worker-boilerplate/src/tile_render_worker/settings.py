@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal, Self
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from jobnik_sdk import Backoff
@@ -20,9 +20,18 @@ HANDLER = "tile_render_worker.handler:render_tile"
 class WorkerSettings(BaseSettings):
     """Where the manager is, what to claim, and how the worker paces itself."""
 
-    model_config = SettingsConfigDict(env_prefix="WORKER_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="WORKER_", env_file=".env", extra="ignore", populate_by_name=True
+    )
 
     manager_url: str = "http://127.0.0.1:8080"
+    token: SecretStr | None = Field(
+        default=None,
+        # The SDK's own variable is read too, so one secret serves every client.
+        validation_alias=AliasChoices("WORKER_TOKEN", "JOBNIK_TOKEN"),
+        description="The manager's token for this worker (jobnik-manager tokens create "
+        "--role worker); unset sends none. Never logged",
+    )
     stage_type: str = Field(
         default=STAGE_TYPE,
         description="Stage type to claim tasks of; several separated by commas",
@@ -96,6 +105,14 @@ class WorkerSettings(BaseSettings):
         if not [part for part in value.split(",") if part.strip()]:
             raise ValueError("name at least one stage type")
         return value
+
+    @field_validator("token", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        # An empty WORKER_TOKEN leaves the choice to JOBNIK_TOKEN, as if unset.
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        return value.strip() or None if isinstance(value, str) else value
 
     @field_validator("log_format", mode="before")
     @classmethod
