@@ -320,9 +320,11 @@ def values_variants() -> Iterator[tuple[Path, dict[str, Any]]]:
             "amqp": {"existingSecret": "mq"},
             "migrations": {"enabled": False},
             "extraEnv": [{"name": "FOO", "value": "bar"}],
+            "auth": {"enabled": True},
         },
     )
     yield WORKER_CHART, {}
+    yield WORKER_CHART, {"auth": {"existingSecret": "tile-token"}}
     yield WORKER_CHART, KEDA_VALUES
     yield WORKER_CHART, TEMPLATE_VALUES
     # The Deployments with the workers' metrics port (their PodMonitor, like the
@@ -438,6 +440,19 @@ def test_manager_chart_refuses(helm: Any, values: dict[str, Any], message: str) 
         render(helm, MANAGER_CHART, values)
 
 
+def test_manager_chart_turns_authentication_on_only_when_asked(helm: Any) -> None:
+    def manager_env(values: dict[str, Any]) -> dict[str, Any]:
+        docs = render(helm, MANAGER_CHART, {"database": {"url": DB_URL}, **values})
+        (deployment,) = only(docs, "Deployment")
+        return env_of(deployment["spec"]["template"]["spec"]["containers"][0])
+
+    assert "JOBNIK_AUTH" not in manager_env({})
+    assert "JOBNIK_AUTH" not in manager_env({"auth": {"enabled": False}})
+    assert manager_env({"auth": {"enabled": True}})["JOBNIK_AUTH"] == "on"
+    with pytest.raises(helm.HelmError, match="enable"):
+        render(helm, MANAGER_CHART, {"database": {"url": DB_URL}, "auth": {"enable": True}})
+
+
 def test_worker_chart_defaults(helm: Any) -> None:
     docs = render(helm, WORKER_CHART)
     assert [d["kind"] for d in docs] == ["Deployment"]
@@ -447,6 +462,7 @@ def test_worker_chart_defaults(helm: Any) -> None:
     assert env["WORKER_STAGE_TYPE"] == "tile-render"
     assert env["WORKER_MANAGER_URL"] == "http://jobnik-manager:8080"
     assert "WORKER_AMQP_URL" not in env
+    assert "WORKER_TOKEN" not in env
     assert deployment["spec"]["replicas"] == 1
     assert pod["terminationGracePeriodSeconds"] > float(env["WORKER_SHUTDOWN_GRACE_SECONDS"])
     # The image's USER is a name; runAsNonRoot needs the uid spelled out.
@@ -554,6 +570,24 @@ def test_readme_keda_example(helm: Any) -> None:
 def test_worker_chart_refuses(helm: Any, values: dict[str, Any], message: str) -> None:
     with pytest.raises(helm.HelmError, match=message):
         render(helm, WORKER_CHART, values)
+
+
+def test_worker_chart_takes_the_token_from_a_secret_only_when_named(helm: Any) -> None:
+    def worker_envs(values: dict[str, Any]) -> list[dict[str, Any]]:
+        docs = render(helm, WORKER_CHART, values)
+        return [env_of(d["spec"]["template"]["spec"]["containers"][0]) for d in docs]
+
+    for values in ({}, {"auth": {"existingSecret": ""}}, TEMPLATE_VALUES):
+        assert all("WORKER_TOKEN" not in env for env in worker_envs(values))
+    two_types = {"stageTypes": [{"name": "tile-render"}, {"name": "publish"}]}
+    envs = worker_envs({**two_types, "auth": {"existingSecret": "tile-token"}})
+    assert len(envs) == 2
+    for env in envs:
+        assert env["WORKER_TOKEN"] == {"secretKeyRef": {"name": "tile-token", "key": "token"}}
+    (env,) = worker_envs({"auth": {"existingSecret": "tokens", "secretKey": "tile-render"}})
+    assert env["WORKER_TOKEN"] == {"secretKeyRef": {"name": "tokens", "key": "tile-render"}}
+    with pytest.raises(helm.HelmError, match="secretKey"):
+        render(helm, WORKER_CHART, {"auth": {"existingSecret": "t", "secretKey": ""}})
 
 
 @pytest.mark.parametrize("version", KUBE_VERSIONS)
