@@ -155,7 +155,11 @@ async def test_the_token_is_in_no_repr_and_no_error() -> None:
         await client.aclose()
 
 
-async def test_a_transport_error_does_not_show_the_token() -> None:
+async def test_a_transport_error_does_not_show_the_token(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+
     def fail(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError(f"refused with {request.headers['Authorization']}")
 
@@ -165,7 +169,10 @@ async def test_a_transport_error_does_not_show_the_token() -> None:
     ) as client:
         with pytest.raises(JobnikTransportError) as raised:
             await client.list_jobs()
+    assert len(recorder.requests) == FAST_RETRY.max_attempts
     assert TOKEN not in str(raised.value)
+    assert "retrying" in caplog.text  # each retry is logged, without the token
+    assert TOKEN not in caplog.text
 
 
 async def test_other_errors_map_as_before() -> None:

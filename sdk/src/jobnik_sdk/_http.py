@@ -117,7 +117,9 @@ class Http:
             )
 
         try:
-            response = await send_with_retries(send, replay=replay, policy=self._retry)
+            response = await send_with_retries(
+                send, replay=replay, policy=self._retry, secret=self._token
+            )
         except httpx.TransportError as exc:
             message = redact(f"{method} {path}: {type(exc).__name__}: {exc}", self._token)
             raise JobnikTransportError(message) from exc

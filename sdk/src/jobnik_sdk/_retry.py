@@ -22,6 +22,7 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt
 
 from ._backoff import Backoff
+from ._exceptions import redact
 
 log = logging.getLogger("jobnik_sdk.retry")
 
@@ -90,12 +91,17 @@ def should_retry(
 
 
 async def send_with_retries(
-    send: Callable[[], Awaitable[httpx.Response]], *, replay: Replay, policy: RequestRetryPolicy
+    send: Callable[[], Awaitable[httpx.Response]],
+    *,
+    replay: Replay,
+    policy: RequestRetryPolicy,
+    secret: str | None = None,
 ) -> httpx.Response:
     """Run `send` until it answers with something final or the attempts are spent.
 
     Returns the last response (even a retryable error status, for the caller to map)
-    or raises the last transport error.
+    or raises the last transport error. `secret` (the client's token) is masked in the
+    log lines, should an error's text repeat it.
     """
     # The first try goes without tenacity, whose machinery costs about a third of what
     # the request itself costs the client: only a try worth repeating pays for it.
@@ -104,7 +110,7 @@ async def send_with_retries(
     except Exception as exc:
         if policy.max_attempts == 1 or not should_retry(replay, error=exc):
             raise
-        first = repr(exc)
+        first = redact(repr(exc), secret)
     else:
         if policy.max_attempts == 1 or not should_retry(replay, status=response.status_code):
             return response
@@ -112,11 +118,15 @@ async def send_with_retries(
     delay = policy.backoff.delay(1).total_seconds()
     log.info("attempt 1 failed (%s); retrying in %.2fs", first, delay)
     await asyncio.sleep(delay)
-    return await _send_again(send, replay=replay, policy=policy)
+    return await _send_again(send, replay=replay, policy=policy, secret=secret)
 
 
 async def _send_again(
-    send: Callable[[], Awaitable[httpx.Response]], *, replay: Replay, policy: RequestRetryPolicy
+    send: Callable[[], Awaitable[httpx.Response]],
+    *,
+    replay: Replay,
+    policy: RequestRetryPolicy,
+    secret: str | None,
 ) -> httpx.Response:
     """The tries after the first, numbered from 2 in the log and the backoff."""
 
@@ -140,7 +150,7 @@ async def _send_again(
     def before_sleep(state: RetryCallState) -> None:
         outcome = state.outcome
         what = (
-            repr(outcome.exception())
+            redact(repr(outcome.exception()), secret)
             if outcome is not None and outcome.failed
             else (outcome.result().status_code if outcome is not None else "?")
         )
