@@ -19,6 +19,9 @@ from sqlalchemy import text
 from jobnik_manager.clock import Clock, SystemClock
 from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
+from jobnik_manager.domain.auth import Role
+from jobnik_manager.services import tokens
+from jobnik_manager.settings import Settings
 
 from .support.api import Api
 from .support.apps import app_on
@@ -30,6 +33,9 @@ POSTGRES_URL = os.environ.get(
 REQUIRE_POSTGRES = os.environ.get("JOBNIK_TEST_REQUIRE_POSTGRES", "") not in ("", "0", "false")
 AMQP_URL = os.environ.get("JOBNIK_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
 REQUIRE_RABBITMQ = os.environ.get("JOBNIK_TEST_REQUIRE_RABBITMQ", "") not in ("", "0", "false")
+# The API tests' app with authentication on (tests/integration/test_auth_processes.py runs
+# the parity suite so).
+AUTH_ON = os.environ.get("JOBNIK_TEST_AUTH", "off") == "on"
 
 
 async def _admin(url: str, *statements: str) -> None:
@@ -93,7 +99,7 @@ def database_url(request: pytest.FixtureRequest) -> str:
     return url
 
 
-TABLES = ("events", "tasks", "stages", "jobs", "idempotency_keys", "outbox")
+TABLES = ("events", "tasks", "stages", "jobs", "idempotency_keys", "outbox", "api_tokens")
 
 
 @asynccontextmanager
@@ -126,10 +132,18 @@ async def db(database_url: str, clock: Clock) -> AsyncIterator[Database]:
 
 @asynccontextmanager
 async def app_client(db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client on the real app, in-process."""
-    with app_on(db) as app:
+    """An HTTP client on the real app, in-process. With JOBNIK_TEST_AUTH=on the app
+    requires tokens and the client sends an admin's, as a v1 client given one would."""
+    settings, headers = None, {}
+    if AUTH_ON:
+        made = await db.transaction(lambda s: tokens.create(s, "test-admin", Role.ADMIN))
+        settings = Settings(database_url=db.url, auth="on")
+        headers = {"authorization": f"Bearer {made.token}"}
+    with app_on(db, settings) as app:
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://manager") as c:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://manager", headers=headers
+        ) as c:
             yield c
 
 

@@ -12,6 +12,7 @@ from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from opentelemetry.sdk.trace import TracerProvider
 
 from . import __version__
+from .api.auth import Authenticator
 from .api.deps import documented_method, known_query_only
 from .api.errors import install_error_handlers, route_methods
 from .api.fast_lane import FastLane
@@ -100,6 +101,13 @@ def create_app(
         max_body_bytes=settings.max_body_bytes,
         max_body_values=settings.max_body_values,
     )
+    if settings.auth == "on":  # outside the guard: who asks is known first
+        app.add_middleware(
+            Authenticator,
+            api=app,
+            templates=app.state.route_methods,
+            open_metrics=not settings.auth_metrics,
+        )
     if tracer_provider is not None:
         trace_database(given.engine.sync_engine, tracer_provider)
         app.add_middleware(

@@ -19,8 +19,10 @@ from jobnik_sdk.logs import configure_logging, uvicorn_log_config
 
 from .db import migrate
 from .db.engine import Database
+from .domain.auth import Role
 from .domain.durations import parse_duration
 from .maintenance import retention
+from .services import tokens
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -136,6 +138,28 @@ def _duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+async def _tokens(settings: Settings, args: argparse.Namespace) -> None:
+    db = Database(settings.database_url, pool_size=1)
+    try:
+        if args.tokens == "create":
+            types = [t.strip() for t in args.stage_types.split(",") if t.strip()]
+            made = await db.transaction(
+                lambda s: tokens.create(s, args.name, Role(args.role), types)
+            )
+            # The only time the token is shown: it is kept as a hash.
+            print(made.token)
+        elif args.tokens == "list":
+            for row in await db.transaction(tokens.listed):
+                state = "revoked" if row.revoked_at else "live"
+                limit = ",".join(row.stage_types or []) or "-"
+                print(f"{row.name}\t{row.role}\t{limit}\t{state}\t{row.created_at.isoformat()}")
+        else:
+            await db.transaction(lambda s: tokens.revoke(s, args.name))
+            print(f"revoked {args.name}")
+    finally:
+        await db.dispose()
+
+
 async def _cleanup(settings: Settings, older_than: timedelta, *, dry_run: bool) -> None:
     """Delete (or count) the finished jobs that ended over `older_than` ago."""
     db = Database(settings.database_url, pool_size=2)
@@ -180,6 +204,18 @@ def main(argv: list[str] | None = None) -> None:
         help="how long ago they ended: 7d, 12h, 30m, 1d12h or ISO 8601 (P7D)",
     )
     cleanup.add_argument("--dry-run", action="store_true", help="only say what would be deleted")
+    token_commands = sub.add_parser(
+        "tokens", help="API tokens for JOBNIK_AUTH=on: create, list, revoke"
+    ).add_subparsers(dest="tokens", required=True)
+    create = token_commands.add_parser("create", help="make a token and print it, once")
+    create.add_argument("--name", required=True, help="who or what holds it (unique)")
+    create.add_argument("--role", required=True, choices=[r.value for r in Role])
+    create.add_argument(
+        "--stage-types", default="", help="a worker token's stage types, comma-separated"
+    )
+    token_commands.add_parser("list", help="the tokens, without their secrets")
+    revoke = token_commands.add_parser("revoke", help="stop a token working, at once")
+    revoke.add_argument("name")
     args = parser.parse_args(argv)
 
     overrides = {
@@ -200,6 +236,12 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "cleanup":
         _refuse_unless_migrated(settings)
         asyncio.run(_cleanup(settings, args.older_than, dry_run=args.dry_run))
+    elif args.command == "tokens":
+        _refuse_unless_migrated(settings)
+        try:
+            asyncio.run(_tokens(settings, args))
+        except tokens.TokenError as exc:
+            parser.exit(1, f"jobnik-manager: {exc}\n")
     else:
         _serve(settings, demo=args.demo, workers=args.workers)
 

@@ -84,6 +84,15 @@ class Settings(BaseSettings):
         "larger stages are read a page at a time from GET /v1/stages/{stageId}/tasks",
     )
 
+    auth: Literal["on", "off"] = Field(
+        default="off",
+        description="on: every request but the probes needs a bearer token (jobnik-manager "
+        "tokens create), and may do what its role allows",
+    )
+    auth_metrics: bool = Field(
+        default=False,
+        description="With auth on, /metrics needs a token too (any role)",
+    )
     metrics: bool = Field(
         default=True,
         description="Count what happens and answer GET /metrics (Prometheus' text format)",

@@ -29,6 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..services.specs import NewJob, NewStage, NewTask
 from ..settings import Settings
+from .auth import creator
 from .errors import describe_errors
 from .presenters import task_bodies
 from .schemas import JobCreate, StageCreate, TaskCreate
@@ -240,4 +241,5 @@ async def new_stage(payload: StageCreate) -> NewStage:
 async def new_job(payload: JobCreate) -> NewJob:
     """`payload.to_new()`, its stages' tasks converted in slices."""
     stages = [await new_stage(stage) for stage in payload.stages or ()]
-    return replace(payload.model_copy(update={"stages": None}).to_new(), stages=stages)
+    new = payload.model_copy(update={"stages": None}).to_new()
+    return replace(new, stages=stages, owner=creator())

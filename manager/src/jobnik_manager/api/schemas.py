@@ -164,7 +164,9 @@ class JobCreate(Inbound):
     deadline: Schedule | None = None
 
     def to_new(self) -> NewJob:
-        return NewJob(**same_named(self, NewJob, stages=[st.to_new() for st in self.stages or ()]))
+        stages = [st.to_new() for st in self.stages or ()]
+        # The owner is who asks (api.auth), never a field of the body.
+        return NewJob(**same_named(self, NewJob, stages=stages, owner=None))
 
 
 class JobStatusChange(Inbound):
@@ -442,6 +444,8 @@ class JobOut(Outbound):
     deadline: datetime | None = None
     # Extension: how far it is, 0 to 100, the mean of its stages' progress.
     progress: float | None = None
+    # Extension, present with authentication on: the name of the token that created it.
+    owner: str | None = None
 
 
 ItemT = TypeVar("ItemT")

@@ -58,6 +58,8 @@ class Job(Base):
     name: Mapped[str] = mapped_column(String(50), index=True)
     data: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
     user_metadata: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
+    # The token name that created it, when authentication is on.
+    owner: Mapped[str | None] = mapped_column(String(100), default=None)
     priority: Mapped[Priority] = mapped_column(EnumText(Priority))
     status: Mapped[JobStatus] = mapped_column(EnumText(JobStatus))
     percentage: Mapped[int] = mapped_column(SmallInteger, default=0)
@@ -215,6 +217,20 @@ class IdempotencyKey(Base):
     status_code: Mapped[int] = mapped_column(Integer)
     response: Mapped[Any] = mapped_column(JsonColumn)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+
+
+class ApiToken(Base):
+    """An API token: only its SHA-256 is kept (migration 0006)."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    stage_types: Mapped[list[str] | None] = mapped_column(JsonColumn, default=None)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
 
 
 class StatusCount(Base):

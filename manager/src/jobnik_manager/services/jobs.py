@@ -56,6 +56,7 @@ async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
         partial=False,
         not_before=new.not_before if new.not_before and new.not_before > now else None,
         deadline=new.deadline,
+        owner=new.owner,
     )
     await insert_new(s, job)
     await job_moved(s, job, None, now)
@@ -84,6 +85,7 @@ async def _pass_empty_first_stage(
 @dataclass(frozen=True, slots=True)
 class JobFilter(CreatedBetween):
     name: str | None = None
+    owner: str | None = None  # a producer's lists hold its own jobs only
     priority: Priority | None = None
     statuses: frozenset[JobStatus] = frozenset()  # any of these; none: any status
 
@@ -96,6 +98,8 @@ async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageRes
     )
     if f.statuses:
         stmt = stmt.where(Job.status.in_(sorted(f.statuses)))
+    if f.owner is not None:
+        stmt = stmt.where(Job.owner == f.owner)
     return await paginate(s, f.narrow(stmt, Job), page)
 
 

@@ -64,3 +64,5 @@ class NewJob:
     not_before: datetime | None = None
     # Failed ("deadline exceeded") if not final by then.
     deadline: datetime | None = None
+    # The token name creating it, when authentication is on.
+    owner: str | None = None

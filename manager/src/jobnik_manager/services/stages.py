@@ -240,6 +240,7 @@ class StageFilter:
     job_id: uuid.UUID | None = None
     stage_type: str | None = None
     status: StageStatus | None = None
+    owner: str | None = None  # a producer's lists hold its own jobs' only
 
 
 async def find_stages(s: AsyncSession, f: StageFilter, page: PageRequest) -> PageResult[Stage]:
@@ -249,6 +250,8 @@ async def find_stages(s: AsyncSession, f: StageFilter, page: PageRequest) -> Pag
         (Stage.type, f.stage_type),
         (Stage.status, f.status),
     )
+    if f.owner is not None:
+        stmt = stmt.where(Stage.job_id.in_(select(Job.id).where(Job.owner == f.owner)))
     return await paginate(s, stmt, page)
 
 

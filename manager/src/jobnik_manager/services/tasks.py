@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.models import Task
+from ..db.models import Job, Task
 from ..domain.statuses import TaskStatus
 from .pages import CreatedBetween, PageRequest, PageResult, matching, paginate
 
@@ -18,6 +18,7 @@ class TaskFilter(CreatedBetween):
     stage_id: uuid.UUID | None = None
     stage_type: str | None = None
     status: TaskStatus | None = None
+    owner: str | None = None  # a producer's lists hold its own jobs' only
 
 
 async def find_tasks(s: AsyncSession, f: TaskFilter, page: PageRequest) -> PageResult[Task]:
@@ -27,4 +28,6 @@ async def find_tasks(s: AsyncSession, f: TaskFilter, page: PageRequest) -> PageR
         (Task.stage_type, f.stage_type),
         (Task.status, f.status),
     )
+    if f.owner is not None:
+        stmt = stmt.where(Task.job_id.in_(select(Job.id).where(Job.owner == f.owner)))
     return await paginate(s, f.narrow(stmt, Task), page)

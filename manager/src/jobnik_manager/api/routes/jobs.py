@@ -17,6 +17,7 @@ from ...services import stages as stage_service
 from ...services.history import events_of_job
 from ...services.loading import load_job
 from ...services.pages import PageRequest
+from ..auth import listing_owner
 from ..create_bodies import CreateRoute, created_task_bodies, new_job, new_stage
 from ..deps import DatabaseDep, InlineTasksDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
@@ -59,6 +60,7 @@ async def find_jobs(
     should_return_stages: bool = False,
 ) -> Page[JobOut]:
     f = job_service.JobFilter(
+        owner=listing_owner(),
         name=job_name,
         from_date=from_date,
         end_date=end_date,

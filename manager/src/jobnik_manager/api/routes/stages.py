@@ -15,6 +15,7 @@ from ...domain.statuses import StageStatus
 from ...services import stages as stage_service
 from ...services.claims import claim
 from ...services.loading import load_stage
+from ..auth import listing_owner
 from ..create_bodies import CreateRoute, created_task_bodies, new_tasks
 from ..deps import DatabaseDep, InlineTasksDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
@@ -47,7 +48,7 @@ async def find_stages(
     should_return_tasks: bool = False,
 ) -> Page[StageOut]:
     f = stage_service.StageFilter(
-        job_id=job_id, stage_type=stage_type, status=stage_operation_status
+        owner=listing_owner(), job_id=job_id, stage_type=stage_type, status=stage_operation_status
     )
 
     async def work(s: AsyncSession) -> Page[StageOut]:

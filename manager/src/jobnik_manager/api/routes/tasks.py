@@ -21,6 +21,7 @@ from ...services.claims import Claimed, claim
 from ...services.leases import Beat, heartbeat, heartbeats
 from ...services.loading import load_task
 from ...services.reports import Report, report, settle
+from ..auth import listing_owner
 from ..deps import DatabaseDep, PageDep, WaitersDep
 from ..presenters import (
     event_body,
@@ -191,6 +192,7 @@ async def find_tasks(
     status: TaskStatus | None = None,
 ) -> Page[TaskOut]:
     f = task_service.TaskFilter(
+        owner=listing_owner(),
         stage_id=stage_id,
         stage_type=stage_type,
         from_date=from_date,

@@ -1,0 +1,218 @@
+"""Authentication and authorization at the edge (JOBNIK_AUTH=on): a bearer token names a
+principal (services.tokens), and the request's route, with the job, stage or task it
+names, decides whether that principal may make it (domain.auth). 401 without a live
+token, 403 for what its role may not do; the route itself then runs as usual, and reads
+the principal (`current_principal`) for what it creates or lists.
+
+Probes, the API documents and (unless JOBNIK_AUTH_METRICS is on) /metrics stay open.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..db.engine import Database
+from ..domain.auth import Action, Facts, Principal, Role, allows
+from ..observe.http import RouteTemplates
+from ..services import ownership, tokens
+from .errors import error_body
+from .replay import replay
+
+_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "jobnik_principal", default=None
+)
+
+_OPEN = {"/liveness", "/readiness", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+_MAX_PEEK = 1024 * 1024  # batch bodies are far smaller; larger ones are the route's to refuse
+
+# (method, route template) -> what the request does.
+ACTIONS: dict[tuple[str, str], Action] = {
+    ("GET", "/v1/jobs"): Action.LIST,
+    ("GET", "/v1/stages"): Action.LIST,
+    ("GET", "/v1/tasks"): Action.LIST,
+    ("POST", "/v1/jobs"): Action.CREATE,
+    ("POST", "/v1/jobs/{jobId}/stage"): Action.CREATE,
+    ("POST", "/v1/stages/{stageId}/tasks"): Action.CREATE,
+    ("GET", "/v1/jobs/{jobId}"): Action.READ,
+    ("GET", "/v1/jobs/{jobId}/events"): Action.READ,
+    ("GET", "/v1/jobs/{jobId}/stages"): Action.READ,
+    ("GET", "/v1/stages/{stageId}"): Action.READ,
+    ("GET", "/v1/stages/{stageId}/summary"): Action.READ,
+    ("GET", "/v1/stages/{stageId}/tasks"): Action.READ,
+    ("GET", "/v1/tasks/{taskId}"): Action.READ,
+    ("PUT", "/v1/jobs/{jobId}/status"): Action.CONTROL,
+    ("DELETE", "/v1/jobs/{jobId}"): Action.CONTROL,
+    ("PATCH", "/v1/jobs/{jobId}/priority"): Action.EDIT,
+    ("PATCH", "/v1/jobs/{jobId}/user-metadata"): Action.EDIT,
+    ("PATCH", "/v1/stages/{stageId}/user-metadata"): Action.EDIT,
+    ("PATCH", "/v1/tasks/{taskId}/user-metadata"): Action.EDIT,
+    ("PUT", "/v1/stages/{stageId}/status"): Action.APPROVE,
+    ("POST", "/v1/jobs/{jobId}/retry"): Action.RETRY,
+    ("PATCH", "/v1/stages/{stageType}/tasks/dequeue"): Action.WORK,
+    ("POST", "/v1/tasks/claim"): Action.WORK,
+    ("POST", "/v1/tasks/heartbeats"): Action.WORK,
+    ("POST", "/v1/tasks/reports"): Action.WORK,
+    ("POST", "/v1/tasks/{taskId}/heartbeat"): Action.WORK,
+    ("POST", "/v1/tasks/{taskId}/events"): Action.WORK,
+    ("PUT", "/v1/tasks/{taskId}/status"): Action.WORK,  # CONTROL when it cancels
+}
+
+
+def current_principal() -> Principal | None:
+    """The principal of the request being answered (None with authentication off)."""
+    return _principal.get()
+
+
+def creator() -> str | None:
+    """Who owns what this request creates: its token's name (None with auth off)."""
+    principal = _principal.get()
+    return None if principal is None else principal.name
+
+
+def listing_owner() -> str | None:
+    """The owner a list is narrowed to: a producer sees its own jobs only."""
+    principal = _principal.get()
+    return principal.name if principal is not None and principal.role is Role.PRODUCER else None
+
+
+class Authenticator:
+    def __init__(
+        self, app: ASGIApp, api: Any, templates: Iterable[str], open_metrics: bool = True
+    ) -> None:
+        self.app = app
+        self.api = api
+        self.routes = RouteTemplates(templates)
+        self.open = _OPEN | ({"/metrics"} if open_metrics else set())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.open:
+            await self.app(scope, receive, send)
+            return
+        db: Database = self.api.state.database
+        token = _bearer(scope)
+        principal = None if token is None else await db.transaction(_principal_of(token))
+        if principal is None:
+            said = "a bearer token is required" if token is None else "the token is not valid"
+            await _refuse(scope, receive, send, 401, "UNAUTHORIZED", said)
+            return
+        route, params = self.routes.match(scope["path"])
+        action = ACTIONS.get((scope["method"], route))
+        if action is None:  # no such route: the app answers 404 or 405
+            await self._run(principal, scope, receive, send)
+            return
+        body = b""
+        complete = True
+        if route in ("/v1/tasks/claim", "/v1/tasks/heartbeats", "/v1/tasks/reports") or (
+            route == "/v1/tasks/{taskId}/status"
+        ):
+            body, complete = await _peek(receive)
+            receive = replay(body, complete, receive)
+            if route == "/v1/tasks/{taskId}/status" and _field(body, "status") == "ABORTED":
+                action = Action.CONTROL
+        facts = await db.transaction(_facts(route, params, body))
+        if not allows(principal, action, facts):
+            said = f"a {principal.role} token may not do this ({action} {route})"
+            await _refuse(scope, receive, send, 403, "FORBIDDEN", said)
+            return
+        await self._run(principal, scope, receive, send)
+
+    async def _run(self, principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
+        token = _principal.set(principal)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _principal.reset(token)
+
+
+def _bearer(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() or None if scheme.lower() == "bearer" else None
+    return None
+
+
+def _principal_of(token: str) -> Callable[[AsyncSession], Awaitable[Principal | None]]:
+    async def find(s: AsyncSession) -> Principal | None:
+        return await tokens.principal_of(s, token)
+
+    return find
+
+
+def _facts(
+    route: str, params: dict[str, str], body: bytes
+) -> Callable[[AsyncSession], Awaitable[Facts]]:
+    async def find(s: AsyncSession) -> Facts:
+        if route == "/v1/stages/{stageType}/tasks/dequeue":
+            return Facts(True, None, frozenset([params["stageType"]]))
+        if route == "/v1/tasks/claim":
+            types = _listed(_field(body, "stageTypes"))
+            return Facts(True, None, frozenset(t for t in types if isinstance(t, str)))
+        if route in ("/v1/tasks/heartbeats", "/v1/tasks/reports"):
+            items = _listed(_field(body, route.rpartition("/")[2]))
+            return await ownership.of_tasks(
+                s, _ids(i.get("taskId") for i in items if isinstance(i, dict))
+            )
+        named = {k: _ids([v]) for k, v in params.items()}
+        if named.get("taskId"):
+            return await ownership.of_tasks(s, named["taskId"])
+        if named.get("stageId"):
+            return await ownership.of_stage(s, named["stageId"][0])
+        if named.get("jobId"):
+            return await ownership.of_job(s, named["jobId"][0])
+        return Facts()
+
+    return find
+
+
+def _field(body: bytes, name: str) -> Any:
+    """A top-level field of a JSON body, None when there is none to read (the route then
+    answers what is wrong with the body)."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value.get(name) if isinstance(value, dict) else None
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _ids(values: Iterable[object]) -> list[uuid.UUID]:
+    ids = []
+    for v in values:
+        try:
+            ids.append(uuid.UUID(str(v)))
+        except ValueError:
+            continue
+    return ids
+
+
+async def _peek(receive: Receive) -> tuple[bytes, bool]:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), True
+        if size > _MAX_PEEK:
+            return b"".join(chunks), False
+
+
+async def _refuse(
+    scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str
+) -> None:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    response = JSONResponse(error_body(message, code), status_code=status, headers=headers)
+    await response(scope, receive, send)

@@ -1,0 +1,256 @@
+"""JOBNIK_AUTH=on, over HTTP on both backends: every (role, endpoint) pair is allowed or
+refused (401 without a live token, 403 for what the role may not do) as docs/auth.md
+says, and a refused call changes nothing."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from jobnik_manager.db.engine import Database
+from jobnik_manager.db.models import Event, Job, Stage, Task
+from jobnik_manager.domain.auth import Role
+from jobnik_manager.services import tokens
+from jobnik_manager.services.jobs import create_job
+from jobnik_manager.services.specs import NewJob, NewStage, NewTask
+from jobnik_manager.settings import Settings
+
+from ..support.apps import app_on
+
+A, B = "auth-a", "auth-b"
+# Who asks: a token of each role; alice owns the job the requests name.
+WHO = {
+    "admin": (Role.ADMIN, ()),
+    "operator": (Role.OPERATOR, ()),
+    "alice": (Role.PRODUCER, ()),
+    "bob": (Role.PRODUCER, ()),
+    "worker": (Role.WORKER, ()),
+    "worker-a": (Role.WORKER, (A,)),
+    "worker-b": (Role.WORKER, (B,)),
+}
+READERS = {"admin", "operator", "alice", "worker", "worker-a"}
+LISTERS = {"admin", "operator", "alice", "bob"}
+WORKERS = {"admin", "worker", "worker-a"}
+OWNER = {"admin", "alice"}
+CONTROL = {"admin", "operator", "alice"}
+OPERATE = {"admin", "operator"}
+
+
+@dataclass
+class Scene:
+    job: str
+    stage: str  # type A, running
+    waiting: str  # type A, waiting for approval
+    task: str
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    method: str
+    path: str
+    allowed: set[str]
+    body: Any = None
+
+    def request(self, scene: Scene) -> tuple[str, str, Any]:
+        fill = {"job": scene.job, "stage": scene.stage, "waiting": scene.waiting}
+        fill["task"] = scene.task
+        path = self.path.format(**fill)
+        body = self.body(scene) if callable(self.body) else self.body
+        return self.method, path, body
+
+
+LEASE = str(uuid.uuid4())
+CASES = [
+    Case("list jobs", "GET", "/v1/jobs", LISTERS),
+    Case("create job", "POST", "/v1/jobs", {"admin", "alice", "bob"}, {"name": "jj", "data": {}}),
+    Case("read job", "GET", "/v1/jobs/{job}", READERS),
+    Case("job events", "GET", "/v1/jobs/{job}/events", READERS),
+    Case("job stages", "GET", "/v1/jobs/{job}/stages", READERS),
+    Case("priority", "PATCH", "/v1/jobs/{job}/priority", OWNER, {"priority": "HIGH"}),
+    Case("job metadata", "PATCH", "/v1/jobs/{job}/user-metadata", OWNER, {"k": 1}),
+    Case("add stage", "POST", "/v1/jobs/{job}/stage", OWNER, {"type": A, "data": {}}),
+    Case("pause", "PUT", "/v1/jobs/{job}/status", CONTROL, {"status": "PAUSED"}),
+    Case("abort", "PUT", "/v1/jobs/{job}/status", CONTROL, {"status": "ABORTED"}),
+    Case("retry", "POST", "/v1/jobs/{job}/retry", OPERATE),
+    Case("delete", "DELETE", "/v1/jobs/{job}", CONTROL),
+    Case("list stages", "GET", "/v1/stages", LISTERS),
+    Case("read stage", "GET", "/v1/stages/{stage}", READERS),
+    Case("stage summary", "GET", "/v1/stages/{stage}/summary", READERS),
+    Case("stage tasks", "GET", "/v1/stages/{stage}/tasks", READERS),
+    Case("approve", "PUT", "/v1/stages/{waiting}/status", OPERATE, {"status": "PENDING"}),
+    Case("stage metadata", "PATCH", "/v1/stages/{stage}/user-metadata", OWNER, {"k": 1}),
+    Case("add tasks", "POST", "/v1/stages/{stage}/tasks", OWNER, [{"data": {}}]),
+    Case("dequeue", "PATCH", f"/v1/stages/{A}/tasks/dequeue", WORKERS),
+    Case("claim", "POST", "/v1/tasks/claim", WORKERS, {"stageTypes": [A]}),
+    Case("list tasks", "GET", "/v1/tasks", LISTERS),
+    Case("read task", "GET", "/v1/tasks/{task}", READERS),
+    Case("heartbeat", "POST", "/v1/tasks/{task}/heartbeat", WORKERS, {"leaseId": LEASE}),
+    Case(
+        "heartbeats",
+        "POST",
+        "/v1/tasks/heartbeats",
+        WORKERS,
+        lambda s: {"heartbeats": [{"taskId": s.task, "leaseId": LEASE}]},
+    ),
+    Case(
+        "reports",
+        "POST",
+        "/v1/tasks/reports",
+        WORKERS,
+        lambda s: {"reports": [{"taskId": s.task, "status": "COMPLETED"}]},
+    ),
+    Case("report", "PUT", "/v1/tasks/{task}/status", WORKERS, {"status": "COMPLETED"}),
+    Case("cancel task", "PUT", "/v1/tasks/{task}/status", CONTROL, {"status": "ABORTED"}),
+    Case("task event", "POST", "/v1/tasks/{task}/events", WORKERS, {"name": "step"}),
+    Case("task metadata", "PATCH", "/v1/tasks/{task}/user-metadata", OWNER, {"k": 1}),
+]
+
+
+@dataclass
+class Authed:
+    http: httpx.AsyncClient
+    tokens: dict[str, str]
+    db: Database
+
+    def as_(self, who: str | None) -> dict[str, str]:
+        return {} if who is None else {"authorization": f"Bearer {self.tokens[who]}"}
+
+    async def call(
+        self, who: str | None, method: str, path: str, body: Any = None
+    ) -> httpx.Response:
+        return await self.http.request(method, path, json=body, headers=self.as_(who))
+
+    async def scene(self) -> Scene:
+        """A job of alice's: a running stage of type A with two tasks, then a waiting one
+        (made in the database: the calls under test are what goes through HTTP)."""
+        tasks = (NewTask(data={}), NewTask(data={}))
+        new = NewJob(
+            name="owned",
+            data={},
+            owner="alice",
+            stages=[
+                NewStage(type=A, data={}, tasks=tasks),
+                NewStage(type=A, data={}, start_as_waiting=True, tasks=(NewTask(data={}),)),
+            ],
+        )
+        made = await self.db.transaction(lambda s: create_job(s, new))
+        first, waiting = made.stages
+        return Scene(
+            str(made.job.id), str(first.stage.id), str(waiting.stage.id), str(first.tasks[0]["id"])
+        )
+
+
+@pytest.fixture
+async def authed(db: Database) -> AsyncIterator[Authed]:
+    made = {}
+    for who, (role, types) in WHO.items():
+        made[who] = (
+            await db.transaction(lambda s, w=who, r=role, t=types: tokens.create(s, w, r, t))
+        ).token
+    with app_on(db, Settings(database_url=db.url, auth="on")) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://m") as http:
+            yield Authed(http, made, db)
+
+
+async def snapshot(db: Database) -> tuple[Any, ...]:
+    async def read(s: Any) -> tuple[Any, ...]:
+        counts = [
+            await s.scalar(select(func.count()).select_from(m)) for m in (Job, Stage, Task, Event)
+        ]
+        jobs = (await s.execute(select(Job.status, Job.priority, Job.user_metadata))).all()
+        states = (await s.execute(select(Task.status, Task.user_metadata).order_by(Task.seq))).all()
+        return (*counts, sorted(map(str, jobs)), list(map(str, states)))
+
+    return await db.transaction(read)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+async def test_each_role_is_allowed_or_refused_and_a_refusal_changes_nothing(
+    authed: Authed, case: Case
+) -> None:
+    scene: Scene | None = None
+    for who in [None, *WHO]:
+        if scene is None:  # a fresh one after a call that may have changed it
+            scene = await authed.scene()
+            before = await snapshot(authed.db)
+        method, path, body = case.request(scene)
+        answer = await authed.call(who, method, path, body)
+        if who is None:
+            assert answer.status_code == 401, (who, answer.text)
+            assert answer.json()["code"] == "UNAUTHORIZED"
+        elif who in case.allowed:
+            assert answer.status_code not in (401, 403), (who, answer.text)
+            scene = None
+            continue
+        else:
+            assert answer.status_code == 403, (who, answer.text)
+            assert answer.json()["code"] == "FORBIDDEN"
+        assert await snapshot(authed.db) == before, who
+
+
+async def test_a_bad_or_revoked_token_is_refused_and_the_probes_stay_open(authed: Authed) -> None:
+    bad = await authed.http.get("/v1/jobs", headers={"authorization": "Bearer jnk_nope"})
+    assert (bad.status_code, bad.json()["code"]) == (401, "UNAUTHORIZED")
+    assert bad.headers["www-authenticate"] == "Bearer"
+    assert (await authed.call("operator", "GET", "/v1/jobs")).status_code == 200
+    await authed.db.transaction(lambda s: tokens.revoke(s, "operator"))
+    assert (await authed.call("operator", "GET", "/v1/jobs")).status_code == 401
+    for path in ("/liveness", "/readiness", "/metrics"):
+        assert (await authed.http.get(path)).status_code == 200
+
+
+async def test_a_producer_sees_and_steers_only_its_own_jobs(authed: Authed) -> None:
+    scene = await authed.scene()
+
+    async def listed(who: str, what: str) -> list[str]:
+        page = (await authed.call(who, "GET", f"/v1/{what}")).json()
+        return [item["id"] for item in page["items"]]
+
+    assert scene.job in await listed("alice", "jobs")
+    assert (await authed.call("alice", "GET", f"/v1/jobs/{scene.job}")).json()["owner"] == "alice"
+    assert scene.job not in await listed("bob", "jobs")
+    assert scene.job in await listed("operator", "jobs")
+    assert scene.stage not in await listed("bob", "stages")
+    assert scene.task not in await listed("bob", "tasks")
+    assert scene.task in await listed("alice", "tasks")
+    bobs = await authed.call("bob", "POST", "/v1/jobs", {"name": "bobs", "data": {}})
+    assert await listed("bob", "jobs") == [bobs.json()["id"]]
+    assert (
+        await authed.call("bob", "PUT", f"/v1/jobs/{scene.job}/status", {"status": "ABORTED"})
+    ).status_code == 403
+    assert (await authed.call("alice", "GET", f"/v1/jobs/{bobs.json()['id']}")).status_code == 403
+
+
+async def test_a_worker_limited_to_a_type_claims_only_that_type(authed: Authed) -> None:
+    await authed.scene()
+    other = {
+        "name": "other",
+        "data": {},
+        "stages": [{"type": B, "data": {}, "tasks": [{"data": {}}]}],
+    }
+    assert (await authed.call("alice", "POST", "/v1/jobs", other)).status_code == 201
+    assert (
+        await authed.call("worker-a", "PATCH", f"/v1/stages/{B}/tasks/dequeue")
+    ).status_code == 403
+    both = {"stageTypes": [A, B]}
+    assert (await authed.call("worker-a", "POST", "/v1/tasks/claim", both)).status_code == 403
+    claimed = await authed.call("worker-b", "POST", "/v1/tasks/claim", {"stageTypes": [B]})
+    assert claimed.status_code == 200
+    [task] = claimed.json()["items"]
+    lease = task["leaseId"]
+    # Its report is worker-b's to make, not worker-a's.
+    report = {"status": "COMPLETED", "leaseId": lease}
+    assert (
+        await authed.call("worker-a", "PUT", f"/v1/tasks/{task['id']}/status", report)
+    ).status_code == 403
+    assert (
+        await authed.call("worker-b", "PUT", f"/v1/tasks/{task['id']}/status", report)
+    ).status_code == 200

@@ -1,0 +1,86 @@
+"""Authentication with manager processes: tokens made and revoked by the command line
+work, and stop working, at once on two replicas of one PostgreSQL database; nothing a
+run logs or answers holds a token or its hash; the parity suite passes with auth on,
+given an admin token."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ..support.processes import ROOT, manager_process
+
+pytestmark = pytest.mark.e2e  # manager processes and the command line
+
+
+def jobnik_manager(url: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "jobnik_manager.cli", *args],
+        env={**os.environ, "JOBNIK_DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_revoked_token_stops_at_once_on_every_replica_and_is_never_logged(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    token = jobnik_manager(postgres_url, "tokens", "create", "--name", "ops", "--role", "operator")
+    token = token.strip()
+    assert token.startswith("jnk_") and len(token) > 40
+    listed = jobnik_manager(postgres_url, "tokens", "list")
+    assert "ops\toperator" in listed and token not in listed
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    env = {"JOBNIK_AUTH": "on", "JOBNIK_LOG_FORMAT": "json", "JOBNIK_LOG_LEVEL": "debug"}
+    with (
+        manager_process(postgres_url, log=logs[0], **env) as a,
+        manager_process(postgres_url, log=logs[1], **env) as b,
+    ):
+        bearer = {"authorization": f"Bearer {token}"}
+        bodies = []
+        for base in (a, b):
+            assert httpx.get(f"{base}/v1/jobs", headers=bearer).status_code == 200
+            refused = httpx.get(f"{base}/v1/jobs", headers={"authorization": f"Bearer {token}x"})
+            assert refused.status_code == 401
+            bodies.append(refused.text)
+        jobnik_manager(postgres_url, "tokens", "revoke", "ops")
+        for base in (a, b):
+            gone = httpx.get(f"{base}/v1/jobs", headers=bearer)
+            assert (gone.status_code, gone.json()["code"]) == (401, "UNAUTHORIZED")
+            bodies.append(gone.text)
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    written = "".join(log.read_text() for log in logs) + "".join(bodies)
+    assert "/v1/jobs" in written  # the access lines are there
+    assert token not in written and token[4:] not in written and digest not in written
+
+
+def test_the_parity_suite_passes_with_auth_on(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            "tests/integration/test_parity_flows.py",
+        ],
+        env={**os.environ, "JOBNIK_TEST_AUTH": "on"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout
