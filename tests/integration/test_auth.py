@@ -110,6 +110,9 @@ CASES = [
     Case("cancel task", "PUT", "/v1/tasks/{task}/status", CONTROL, {"status": "ABORTED"}),
     Case("task event", "POST", "/v1/tasks/{task}/events", WORKERS, {"name": "step"}),
     Case("task metadata", "PATCH", "/v1/tasks/{task}/user-metadata", OWNER, {"k": 1}),
+    Case("list tokens", "GET", "/v1/tokens", {"admin"}),
+    Case("create token", "POST", "/v1/tokens", {"admin"}, {"name": "made", "role": "worker"}),
+    Case("revoke token", "DELETE", "/v1/tokens/spare", {"admin"}),
 ]
 
 
@@ -154,6 +157,7 @@ async def authed(db: Database) -> AsyncIterator[Authed]:
         made[who] = (
             await db.transaction(lambda s, w=who, r=role, t=types: tokens.create(s, w, r, t))
         ).token
+    await db.transaction(lambda s: tokens.create(s, "spare", Role.WORKER))
     with app_on(db, Settings(database_url=db.url, auth="on")) as app:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://m") as http:
@@ -254,3 +258,43 @@ async def test_a_worker_limited_to_a_type_claims_only_that_type(authed: Authed) 
     assert (
         await authed.call("worker-b", "PUT", f"/v1/tasks/{task['id']}/status", report)
     ).status_code == 200
+
+
+async def test_the_event_log_names_who_made_each_change(authed: Authed) -> None:
+    scene = await authed.scene()
+    job = f"/v1/jobs/{scene.job}"
+    for who, status in (("operator", "PAUSED"), ("alice", "PENDING")):
+        answer = await authed.call(who, "PUT", f"{job}/status", {"status": status})
+        assert answer.status_code == 200, answer.text
+    assert (
+        await authed.call("admin", "PUT", f"{job}/status", {"status": "ABORTED"})
+    ).status_code == 200
+    page = (await authed.call("operator", "GET", f"{job}/events?page_size=1000")).json()
+    moves = {(e["entity"], e["toStatus"]): e.get("principal") for e in page["items"]}
+    assert moves[("JOB", "PAUSED")] == "operator"
+    assert moves[("JOB", "PENDING")] in ("alice", None)  # PENDING: created, then resumed
+    resumed = [e for e in page["items"] if e["fromStatus"] == "PAUSED" and e["entity"] == "JOB"]
+    assert [e["principal"] for e in resumed] == ["alice"]
+    assert moves[("JOB", "ABORTED")] == "admin"
+
+
+async def test_an_admin_manages_tokens_over_the_api(authed: Authed) -> None:
+    made = await authed.call("admin", "POST", "/v1/tokens", {"name": "new-ops", "role": "operator"})
+    assert made.status_code == 201, made.text
+    token = made.json()["token"]
+    assert token.startswith("jnk_")
+    fresh = {"authorization": f"Bearer {token}"}
+    assert (await authed.http.get("/v1/jobs", headers=fresh)).status_code == 200
+    listed = (await authed.call("admin", "GET", "/v1/tokens")).json()
+    assert {t["name"]: t["role"] for t in listed}["new-ops"] == "operator"
+    assert all("token" not in t for t in listed)
+    again = await authed.call("admin", "POST", "/v1/tokens", {"name": "new-ops", "role": "admin"})
+    assert (again.status_code, again.json()["code"]) == (409, "TOKEN_NAME_TAKEN")
+    limited = {"name": "p", "role": "producer", "stageTypes": [A]}
+    refused = await authed.call("admin", "POST", "/v1/tokens", limited)
+    assert (refused.status_code, refused.json()["code"]) == (400, "VALIDATION_ERROR")
+    revoked = await authed.call("admin", "DELETE", "/v1/tokens/new-ops")
+    assert revoked.status_code == 200 and revoked.json()["revokedAt"]
+    assert (await authed.http.get("/v1/jobs", headers=fresh)).status_code == 401
+    gone = await authed.call("admin", "DELETE", "/v1/tokens/new-ops")
+    assert (gone.status_code, gone.json()["code"]) == (404, "TOKEN_NOT_FOUND")

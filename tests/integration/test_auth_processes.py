@@ -6,6 +6,7 @@ given an admin token."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -60,6 +61,10 @@ def test_a_revoked_token_stops_at_once_on_every_replica_and_is_never_logged(
     digest = hashlib.sha256(token.encode()).hexdigest()
     written = "".join(log.read_text() for log in logs) + "".join(bodies)
     assert "/v1/jobs" in written  # the access lines are there
+    lines = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+    served = [r for r in lines if r["logger"] == "uvicorn.access" and r["path"] == "/v1/jobs"]
+    # The access line of each request the token made names it (not its secret).
+    assert {r.get("principal") for r in served if r["status"] == 200} == {"ops"}
     assert token not in written and token[4:] not in written and digest not in written
 
 

@@ -18,7 +18,7 @@ from .api.errors import install_error_handlers, route_methods
 from .api.fast_lane import FastLane
 from .api.guard import InputGuard
 from .api.openapi import install_openapi
-from .api.routes import health, jobs, stages, tasks
+from .api.routes import health, jobs, stages, tasks, tokens
 from .db.engine import Database, TransactionHook
 from .dispatch.outbox import Outbox
 from .dispatch.relay import Relay
@@ -84,9 +84,10 @@ def create_app(
     install_error_handlers(app)
     install_openapi(app)
     # What a 405's Allow and the documented-method check read (api/errors.py).
-    app.state.route_methods = route_methods([m.router for m in (health, jobs, stages, tasks)])
+    routers = [m.router for m in (health, jobs, stages, tasks, tokens)]
+    app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
-    for module in (jobs, stages, tasks):
+    for module in (jobs, stages, tasks, tokens):
         app.include_router(
             module.router,
             dependencies=[Depends(documented_method), Depends(known_query_only)],

@@ -230,6 +230,8 @@ class Event(_Wire):
     level: str | None = None
     message: str | None = None
     fields: dict[str, Any] | None = None
+    # With authentication on: the token name whose request made the change.
+    principal: str | None = None
 
 
 class NewTask(_Wire):

@@ -111,12 +111,14 @@ class SystemReason:
 # The keys of an entry a task's worker added to its job's history; a status change's
 # JSON leaves them out, and keeps the keys it always had.
 ENTRY_KEYS = ("name", "level", "message", "fields")
+# Keys an event carries only where they are set: an added entry's, and who made it.
+OPTIONAL_EVENT_KEYS = (*ENTRY_KEYS, "principal")
 
 
 def event_json(body: dict[str, Any]) -> dict[str, Any]:
     """An event's JSON (camelCase, nulls kept) as the API answers it: an added entry's
-    keys only where they are set."""
-    return {k: v for k, v in body.items() if k not in ENTRY_KEYS or v is not None}
+    keys and its principal only where they are set."""
+    return {k: v for k, v in body.items() if k not in OPTIONAL_EVENT_KEYS or v is not None}
 
 
 class DelayRule(Protocol):

@@ -2,14 +2,13 @@
 principal (services.tokens), and the request's route, with the job, stage or task it
 names, decides whether that principal may make it (domain.auth). 401 without a live
 token, 403 for what its role may not do; the route itself then runs as usual, and reads
-the principal (`current_principal`) for what it creates or lists.
+who asks (`domain.auth.acting`) for what it creates, lists and records.
 
 Probes, the API documents and (unless JOBNIK_AUTH_METRICS is on) /metrics stay open.
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -19,16 +18,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from jobnik_sdk.logs import log_context
+
 from ..db.engine import Database
-from ..domain.auth import Action, Facts, Principal, Role, allows
+from ..domain.auth import Action, Facts, Principal, Role, act_as, acting, allows, stop_acting
 from ..observe.http import RouteTemplates
 from ..services import ownership, tokens
 from .errors import error_body
 from .replay import replay
-
-_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
-    "jobnik_principal", default=None
-)
 
 _OPEN = {"/liveness", "/readiness", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
 _MAX_PEEK = 1024 * 1024  # batch bodies are far smaller; larger ones are the route's to refuse
@@ -63,23 +60,21 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", "/v1/tasks/{taskId}/heartbeat"): Action.WORK,
     ("POST", "/v1/tasks/{taskId}/events"): Action.WORK,
     ("PUT", "/v1/tasks/{taskId}/status"): Action.WORK,  # CONTROL when it cancels
+    ("GET", "/v1/tokens"): Action.ADMIN,
+    ("POST", "/v1/tokens"): Action.ADMIN,
+    ("DELETE", "/v1/tokens/{name}"): Action.ADMIN,
 }
-
-
-def current_principal() -> Principal | None:
-    """The principal of the request being answered (None with authentication off)."""
-    return _principal.get()
 
 
 def creator() -> str | None:
     """Who owns what this request creates: its token's name (None with auth off)."""
-    principal = _principal.get()
+    principal = acting()
     return None if principal is None else principal.name
 
 
 def listing_owner() -> str | None:
     """The owner a list is narrowed to: a producer sees its own jobs only."""
-    principal = _principal.get()
+    principal = acting()
     return principal.name if principal is not None and principal.role is Role.PRODUCER else None
 
 
@@ -125,11 +120,13 @@ class Authenticator:
         await self._run(principal, scope, receive, send)
 
     async def _run(self, principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
-        token = _principal.set(principal)
+        token = act_as(principal)
         try:
-            await self.app(scope, receive, send)
+            # JSON log lines of the request (uvicorn's access line included) name it.
+            with log_context(principal=principal.name):
+                await self.app(scope, receive, send)
         finally:
-            _principal.reset(token)
+            stop_acting(token)
 
 
 def _bearer(scope: Scope) -> str | None:

@@ -290,6 +290,22 @@ class ErrorMessage(Outbound):
     code: str
 
 
+class TokenCreate(Inbound):
+    name: Annotated[str, Field(min_length=1, max_length=100, strict=True), AfterValidator(no_nul)]
+    role: Literal["producer", "worker", "operator", "admin"]
+    stage_types: list[StageType] | None = Field(default=None, max_length=100)
+
+
+class TokenOut(Outbound):
+    name: str
+    role: str
+    stage_types: list[str] | None = None
+    created_at: datetime
+    revoked_at: datetime | None = None
+    # Only in the answer to its creation: its text, never stored.
+    token: str | None = None
+
+
 class SummaryOut(Outbound):
     pending: int
     in_progress: int
@@ -384,6 +400,8 @@ class EventOut(Outbound):
     level: EventLevel | None = None
     message: str | None = None
     fields: dict[str, object] | None = None
+    # Extension, present with authentication on: the token name whose request made it.
+    principal: str | None = None
 
 
 class StageOut(Outbound):

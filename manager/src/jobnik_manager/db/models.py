@@ -205,6 +205,8 @@ class Event(Base):
     level: Mapped[str | None] = mapped_column(String(8), default=None)
     message: Mapped[str | None] = mapped_column(String(2000), default=None)
     fields: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
+    # The token name of the request that made it (with authentication on).
+    principal: Mapped[str | None] = mapped_column(String(100), default=None)
 
 
 class IdempotencyKey(Base):

@@ -12,6 +12,7 @@ the job, stage or task a request names are looked up by the caller.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import secrets
 from collections.abc import Iterable
@@ -90,6 +91,25 @@ def allows(principal: Principal, action: Action, facts: Facts) -> bool:
     if action is Action.WORK:
         return facts.stage_types <= principal.stage_types
     return bool(facts.stage_types & principal.stage_types)
+
+
+# Who the request being answered is (None with authentication off): set at the edge,
+# read where a change is recorded (its event's `principal`) or an owner is given.
+_acting: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "jobnik_principal", default=None
+)
+
+
+def acting() -> Principal | None:
+    return _acting.get()
+
+
+def act_as(principal: Principal | None) -> contextvars.Token[Principal | None]:
+    return _acting.set(principal)
+
+
+def stop_acting(token: contextvars.Token[Principal | None]) -> None:
+    _acting.reset(token)
 
 
 def new_token() -> str:

@@ -73,3 +73,7 @@ class IdempotencyKeyReused(Conflict):
 
     def __init__(self) -> None:
         super().__init__("This Idempotency-Key was already used for a different request")
+
+
+class TokenNameTaken(Conflict):
+    code = "TOKEN_NAME_TAKEN"

@@ -14,10 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ..db.engine import now_in
 from ..db.models import ApiToken
 from ..domain.auth import Principal, Role, new_token, token_hash
+from ..domain.errors import DomainError, NotFound, RuleViolation, TokenNameTaken
 
-
-class TokenError(ValueError):
-    """A token that cannot be made or revoked, in words for the command line."""
+TokenError = DomainError  # what the command line reports in words
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +27,14 @@ class Made:
 
 async def create(s: AsyncSession, name: str, role: Role, stage_types: Sequence[str] = ()) -> Made:
     if not name or len(name) > 100:
-        raise TokenError("a token's name takes 1 to 100 characters")
+        raise RuleViolation("a token's name takes 1 to 100 characters", code="VALIDATION_ERROR")
     if stage_types and role is not Role.WORKER:
-        raise TokenError("only a worker token is limited to stage types")
+        raise RuleViolation(
+            "only a worker token is limited to stage types", code="VALIDATION_ERROR"
+        )
     taken = await s.scalar(select(ApiToken.id).where(ApiToken.name == name))
     if taken is not None:
-        raise TokenError(f"a token named {name!r} exists already")
+        raise TokenNameTaken(f"a token named {name!r} exists already")
     token = new_token()
     row = ApiToken(
         id=uuid.uuid4(),
@@ -60,7 +61,7 @@ async def revoke(s: AsyncSession, name: str) -> None:
         .values(revoked_at=now_in(s))
     )
     if not done.rowcount:  # type: ignore[attr-defined]
-        raise TokenError(f"no live token named {name!r}")
+        raise NotFound(f"no live token named {name!r}", code="TOKEN_NOT_FOUND")
 
 
 async def principal_of(s: AsyncSession, token: str) -> Principal | None:

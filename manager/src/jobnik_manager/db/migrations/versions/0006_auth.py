@@ -2,8 +2,8 @@
 
 A token is stored only as the SHA-256 of its text (it is 256 random bits, so a fast hash
 is as good as a slow one), with its name, role and the stage types a worker token is
-limited to. A job records the token name that created it (`owner`; null when
-authentication was off).
+limited to. A job records the token name that created it (`owner`), and an event the
+token name of the request that made it (`principal`); both null with authentication off.
 """
 
 from collections.abc import Sequence
@@ -35,9 +35,13 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("jobs") as batch:
         batch.add_column(sa.Column("owner", sa.String(100), nullable=True))
+    with op.batch_alter_table("events") as batch:
+        batch.add_column(sa.Column("principal", sa.String(100), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("events") as batch:
+        batch.drop_column("principal")
     with op.batch_alter_table("jobs") as batch:
         batch.drop_column("owner")
     op.drop_table("api_tokens")
