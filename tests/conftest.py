@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import re
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -53,6 +54,20 @@ async def _amqp_ping(url: str) -> None:
 
     connection = await aio_pika.connect(url, timeout=5)
     await connection.close()
+
+
+# Modules of slow tests alone whose collection itself is costly (the fuzzer builds its
+# cases as it collects, seconds in each test process): left out of runs that cannot
+# select a slow test, such as the default `-m "not e2e and not slow"`.
+SLOW_MODULES = {"test_openapi_fuzz.py"}
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path.name in SLOW_MODULES and re.search(
+        r"\bnot\s+slow\b", config.option.markexpr
+    ):
+        return True
+    return None
 
 
 @pytest.fixture(scope="session")
