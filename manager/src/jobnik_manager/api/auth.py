@@ -25,7 +25,7 @@ from ..domain.auth import Action, Facts, Principal, Role, act_as, acting, allows
 from ..observe.http import RouteTemplates
 from ..services import ownership, tokens
 from .errors import error_body
-from .replay import replay
+from .replay import read_body, replay
 
 _OPEN = {"/liveness", "/readiness", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
 _MAX_PEEK = 1024 * 1024  # batch bodies are far smaller; larger ones are the route's to refuse
@@ -108,7 +108,7 @@ class Authenticator:
         if route in ("/v1/tasks/claim", "/v1/tasks/heartbeats", "/v1/tasks/reports") or (
             route == "/v1/tasks/{taskId}/status"
         ):
-            body, complete = await _peek(receive)
+            body, complete = await read_body(receive, _MAX_PEEK)
             receive = replay(body, complete, receive)
             if route == "/v1/tasks/{taskId}/status" and _field(body, "status") == "ABORTED":
                 action = Action.CONTROL
@@ -192,19 +192,6 @@ def _ids(values: Iterable[object]) -> list[uuid.UUID]:
         except ValueError:
             continue
     return ids
-
-
-async def _peek(receive: Receive) -> tuple[bytes, bool]:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        chunks.append(chunk)
-        size += len(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks), True
-        if size > _MAX_PEEK:
-            return b"".join(chunks), False
 
 
 async def _refuse(

@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..db.engine import Database
 from ..dispatch.wakeups import ReadyWaiters
-from .replay import replay
+from .replay import read_body, replay
 from .routes.stages import dequeue
 from .routes.tasks import claim_batch, report_batch, report_task_status
 from .schemas import BatchReport, ClaimRequest, Inbound, TaskStatusReport
@@ -100,7 +100,7 @@ class FastLane:
     async def _parsed(self, scope: Scope, receive: Receive, send: Send, model: type[M]) -> M | None:
         """The body as `model`; or None, the request having gone on to the routes (which
         word every error as the API does) with its body as read."""
-        body, complete = await _read_body(receive)
+        body, complete = await read_body(receive, _MAX_BODY)
         payload = _payload(scope, body, model) if complete else None
         if payload is None:
             await self.app(scope, replay(body, complete, receive), send)
@@ -138,20 +138,3 @@ def _payload(scope: Scope, body: bytes, model: type[M]) -> M | None:
     # JSONDecodeError is a ValueError; nesting past the parser's depth, a RecursionError.
     except (ValueError, ValidationError, RecursionError):
         return None
-
-
-async def _read_body(receive: Receive) -> tuple[bytes, bool]:
-    """The request's body, and whether it is all there (False past `_MAX_BODY`)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks), False  # a disconnect: the app hears of it in turn
-        chunk: bytes = message.get("body", b"")
-        chunks.append(chunk)
-        size += len(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks), True
-        if size > _MAX_BODY:
-            return b"".join(chunks), False

@@ -15,6 +15,7 @@ from ...domain.auth import Role
 from ...domain.errors import DomainError
 from ...services import tokens
 from ..deps import DatabaseDep
+from ..same_named import same_named
 from ..schemas import ErrorMessage, TokenCreate, TokenOut
 from ..transaction import in_transaction
 
@@ -42,14 +43,7 @@ def _auth_on(request: Request) -> None:
 
 
 def _out(row: ApiToken, token: str | None = None) -> TokenOut:
-    return TokenOut(
-        name=row.name,
-        role=row.role,
-        stage_types=row.stage_types,
-        created_at=row.created_at,
-        revoked_at=row.revoked_at,
-        token=token,
-    )
+    return TokenOut(**same_named(row, TokenOut, token=token))
 
 
 @router.post(
