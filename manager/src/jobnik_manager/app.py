@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from fastapi_offline import FastAPIOffline
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -71,7 +72,8 @@ def create_app(
             if database is None:  # an injected database belongs to the caller
                 await db.dispose()
 
-    app = FastAPI(
+    # /docs and /redoc with Swagger UI's and ReDoc's files from the package: no CDN.
+    app = FastAPIOffline(
         title="Jobnik manager",
         version=__version__,
         description="Jobs made of ordered stages of parallel tasks; Jobnik v1 compatible.",

@@ -27,7 +27,17 @@ from ..services import ownership, tokens
 from .errors import error_body
 from .replay import read_body, replay
 
-_OPEN = {"/liveness", "/readiness", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+_OPEN = {
+    "/",
+    "/liveness",
+    "/readiness",
+    "/docs",
+    "/docs/oauth2-redirect",
+    "/redoc",
+    "/openapi.json",
+}
+# The documents' own files (scripts, styles).
+_OPEN_PREFIXES = ("/static-offline-docs/",)
 _MAX_PEEK = 1024 * 1024  # batch bodies are far smaller; larger ones are the route's to refuse
 
 # (method, route template) -> what the request does.
@@ -88,7 +98,8 @@ class Authenticator:
         self.open = _OPEN | ({"/metrics"} if open_metrics else set())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.open:
+        path = scope["path"]
+        if scope["type"] != "http" or path in self.open or path.startswith(_OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
         db: Database = self.api.state.database

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from ...db import migrate
 from ...observe.exposition import CONTENT_TYPE, scrape
 from ..deps import DatabaseDep
 
 router = APIRouter(tags=["health"])
+
+
+@router.get("/", include_in_schema=False)
+async def home() -> HTMLResponse:
+    """Where to go from the root: the API's documents (served from the package)."""
+    return HTMLResponse(_HOME)
+
+
+_HOME = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Jobnik manager</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><main><h1>Jobnik manager</h1><ul>
+<li><a href="/docs">API reference (Swagger UI)</a></li>
+<li><a href="/redoc">API reference (ReDoc)</a></li>
+<li><a href="/openapi.json">OpenAPI document</a></li>
+</ul></main></body></html>
+"""
 
 
 @router.get("/liveness")
