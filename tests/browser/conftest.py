@@ -1,0 +1,89 @@
+"""Headless Chromium for the browser tests: Debian's own (/usr/bin/chromium), driven by
+Playwright, with every request to a host other than 127.0.0.1 aborted, so that a page
+that reaches for a CDN or a web font shows it by failing."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from ..support.processes import manager_process
+
+CHROMIUM = Path(os.environ.get("JOBNIK_TEST_CHROMIUM", "/usr/bin/chromium"))
+# CI sets this so that a missing browser fails the run instead of skipping.
+REQUIRE_BROWSER = os.environ.get("JOBNIK_TEST_REQUIRE_BROWSER", "") not in ("", "0", "false")
+ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    # Nothing of its own reaching out: on a closed network those calls only hang.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        reason = f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+        if REQUIRE_BROWSER:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+class Offsite:
+    """The requests a page made to hosts other than 127.0.0.1 (each aborted)."""
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+        self.kinds: list[str] = []  # each one's resource type: script, font, image, ...
+
+    def route(self, route) -> None:  # type: ignore[no-untyped-def]
+        url = route.request.url
+        if urlsplit(url).hostname == "127.0.0.1" or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            self.urls.append(url)
+            self.kinds.append(route.request.resource_type)
+            route.abort()
+
+
+@pytest.fixture
+def page(browser):  # type: ignore[no-untyped-def]
+    """A fresh page (its own context) that may reach 127.0.0.1 only; `page.offsite`
+    lists what it tried elsewhere."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    offsite = Offsite()
+    context.route("**/*", offsite.route)
+    page = context.new_page()
+    page.offsite = offsite
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def manager_url() -> Iterator[str]:
+    """A manager process on a SQLite file of its own, migrated as it starts."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "manager.log"
+        url = f"sqlite+aiosqlite:///{tmp}/j.db"
+        with manager_process(url, log=log, JOBNIK_AUTO_MIGRATE="true") as base_url:
+            yield base_url
