@@ -1,0 +1,89 @@
+"""Running one command's calls against the manager, and what its failures exit with."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Annotated, NoReturn, TypeVar
+
+import typer
+
+from .._client import DEFAULT_URL, JobnikClient
+from .._exceptions import ApiError, JobnikTransportError, NotFoundError, WaitTimeoutError
+from .._retry import RequestRetryPolicy
+from . import output
+
+T = TypeVar("T")
+
+# Exit codes a script can rely on.
+OK = 0
+JOB_FAILED = 1  # `wait`: the job ended FAILED or ABORTED
+USAGE = 2  # as Typer (click) exits on a bad command line
+NOT_FOUND = 3
+REFUSED = 4
+UNREACHABLE = 5
+TIMED_OUT = 6
+INTERRUPTED = 130
+
+Url = Annotated[
+    str,
+    typer.Option("--url", envvar="JOBNIK_URL", help="The manager's base URL."),
+]
+Token = Annotated[
+    str | None,
+    typer.Option("--token", envvar="JOBNIK_TOKEN", show_envvar=True, help="API token (auth on)."),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
+DEFAULT = DEFAULT_URL
+
+
+@dataclass(frozen=True, slots=True)
+class Manager:
+    """Where the manager is and what to show it."""
+
+    url: str
+    token: str | None
+
+    def client(self) -> JobnikClient:
+        # Few retries: a person (or a script) waits for the answer.
+        return JobnikClient(
+            self.url,
+            token=self.token or "",
+            retry=RequestRetryPolicy(max_attempts=3),
+            timeout=timedelta(seconds=30),
+        )
+
+
+def run(
+    manager: Manager,
+    work: Callable[[JobnikClient], Awaitable[T]],
+    *,
+    interrupt_code: int = INTERRUPTED,
+) -> T:
+    """Run `work` with a client of the manager; a failure ends the command with its
+    exit code and the reason on stderr."""
+
+    async def go() -> T:
+        async with manager.client() as client:
+            return await work(client)
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        raise typer.Exit(interrupt_code) from None
+    except NotFoundError as exc:
+        fail(NOT_FOUND, f"not found: {exc.message} ({exc.code})")
+    except WaitTimeoutError as exc:
+        fail(TIMED_OUT, f"timed out: {exc}")
+    except ApiError as exc:
+        code = UNREACHABLE if exc.status_code >= 500 else REFUSED
+        fail(code, f"refused ({exc.status_code} {exc.code}): {exc.message}")
+    except JobnikTransportError as exc:
+        fail(UNREACHABLE, f"cannot reach the manager at {manager.url}: {exc}")
+
+
+def fail(code: int, message: str) -> NoReturn:
+    output.error(message)
+    raise typer.Exit(code)

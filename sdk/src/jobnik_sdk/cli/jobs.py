@@ -1,0 +1,182 @@
+"""`jobnik jobs list` and `jobnik jobs show JOB`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+
+from .._client import JobnikClient
+from .._models import Job, JobStatus, Priority
+from . import output
+from ._run import DEFAULT, Json, Manager, Token, Url, run
+
+app = typer.Typer(help="List jobs and show one.", no_args_is_help=True)
+
+# The manager's largest page of jobs.
+_PAGE = 100
+
+
+def _time(text: str | None, option: str) -> datetime | None:
+    """An ISO 8601 time; one without a zone is taken as UTC."""
+    if text is None:
+        return None
+    try:
+        time = datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint=option) from None
+    return time if time.tzinfo is not None else time.replace(tzinfo=UTC)
+
+
+@app.command("list")
+def list_jobs(
+    status: Annotated[
+        list[JobStatus] | None,
+        typer.Option("--status", help="Only jobs in this status (repeat for several)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Only jobs of this name.")] = None,
+    priority: Annotated[
+        Priority | None, typer.Option("--priority", help="Only jobs of this priority.")
+    ] = None,
+    from_: Annotated[
+        str | None, typer.Option("--from", help="Created at or after (ISO 8601; UTC if no zone).")
+    ] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", help="Created at or before (ISO 8601; UTC if no zone).")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=_PAGE, help="How many of the newest jobs.")
+    ] = 20,
+    url: Url = DEFAULT,
+    token: Token = None,
+    json: Json = False,
+) -> None:
+    """The newest jobs first: id, name, status, priority, progress, created."""
+    start, end = _time(from_, "--from"), _time(to, "--to")
+
+    async def work(client: JobnikClient) -> list[Job]:
+        async def page(number: int, size: int) -> tuple[int, list[Job]]:
+            got = await client.list_jobs(
+                name=name,
+                status=status or None,
+                priority=priority,
+                from_date=start,
+                end_date=end,
+                page=number,
+                page_size=size,
+            )
+            return got.total, got.items
+
+        # The manager lists oldest first: read the last `limit` and turn them around.
+        total, items = await page(1, limit)
+        if total > limit:
+            first = total - limit  # index of the oldest of the newest `limit`
+            number = first // limit + 1
+            _, items = await page(number, limit)
+            if first % limit:
+                _, more = await page(number + 1, limit)
+                items = items[first % limit :] + more
+        return list(reversed(items))[:limit]
+
+    jobs = run(Manager(url, token), work)
+    if json:
+        output.print_json(jobs)
+        return
+    table = Table(title=None, show_edge=False)
+    table.add_column("id", no_wrap=True, min_width=36)
+    table.add_column("name")
+    table.add_column("status", no_wrap=True)
+    table.add_column("priority", no_wrap=True)
+    table.add_column("progress", justify="right", no_wrap=True)
+    table.add_column("created (UTC)", no_wrap=True)
+    for job in jobs:
+        table.add_row(
+            str(job.id),
+            escape(job.name),
+            output.status(job.status),
+            job.priority.value,
+            output.percent(job.progress if job.progress is not None else job.percentage),
+            output.when(job.creation_time),
+        )
+    output.stdout().print(table)
+    if not jobs:
+        output.stderr().print("no jobs")
+
+
+@app.command("show")
+def show(
+    job_id: Annotated[str, typer.Argument(metavar="JOB", help="The job's id.")],
+    url: Url = DEFAULT,
+    token: Token = None,
+    json: Json = False,
+) -> None:
+    """One job with its stages: status, task counts, progress, times, failure reasons."""
+
+    async def work(client: JobnikClient) -> Job:
+        return await client.get_job(job_id, with_stages=True)
+
+    job = run(Manager(url, token), work)
+    if json:
+        output.print_json(job)
+        return
+    console = output.stdout()
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    progress = job.progress if job.progress is not None else job.percentage
+    rows = [
+        ("job", str(job.id)),
+        ("name", escape(job.name)),
+        ("status", output.status(job.status) + (" (partial)" if job.partial else "")),
+        ("priority", job.priority.value),
+        ("progress", output.percent(progress)),
+        ("created", output.when(job.creation_time)),
+        ("started", output.when(job.start_time)),
+        ("ended", output.when(job.end_time)),
+    ]
+    if job.reason:
+        rows.append(("reason", escape(job.reason)))
+    if job.failed_task_id:
+        rows.append(("failed task", f"{job.failed_task_id} (stage {job.failed_stage_id})"))
+    for key, value in rows:
+        head.add_row(key, value)
+    console.print(head)
+
+    stages = Table(show_edge=False)
+    for column in ("#", "stage", "type", "status", "progress", "tasks", "started", "ended"):
+        stages.add_column(column, no_wrap=column in ("stage", "status", "started", "ended"))
+    stages.add_column("reason")
+    for stage in job.stages or []:
+        done = stage.progress if stage.progress is not None else float(stage.percentage)
+        s = stage.summary
+        counts = f"{s.completed}/{s.total} done"
+        for label, count in (
+            ("running", s.in_progress),
+            ("failed", s.failed),
+            ("retried", s.retried),
+            ("aborted", s.aborted),
+        ):
+            if count:
+                counts += f", {count} {label}"
+        stages.add_row(
+            str(stage.order),
+            str(stage.id),
+            escape(stage.type),
+            output.status(stage.status),
+            _bar(done),
+            counts,
+            output.when(stage.start_time),
+            output.when(stage.end_time),
+            escape(stage.reason or ""),
+        )
+    console.print(stages)
+
+
+def _bar(done: float) -> Table:
+    cell = Table.grid(padding=(0, 1))
+    cell.add_row(ProgressBar(total=100, completed=done, width=12), output.percent(done))
+    return cell

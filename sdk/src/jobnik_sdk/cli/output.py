@@ -1,0 +1,66 @@
+"""What the commands print: Rich tables for people on stdout, JSON for scripts, and
+errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.markup import escape
+
+STATUS_STYLES = {
+    "COMPLETED": "green",
+    "FAILED": "red",
+    "ABORTED": "red",
+    "IN_PROGRESS": "cyan",
+    "PAUSED": "yellow",
+    "WAITING": "yellow",
+    "RETRIED": "yellow",
+}
+
+
+def stdout() -> Console:
+    return Console(highlight=False)
+
+
+def stderr() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def error(message: str) -> None:
+    stderr().print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+
+
+def as_json(value: BaseModel | Sequence[BaseModel]) -> Any:
+    """An entity (or a list of them) as the API writes it: camelCase, nulls left out."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return [as_json(item) for item in value]
+
+
+def print_json(value: BaseModel | Sequence[BaseModel], *, indent: int | None = 2) -> None:
+    sys.stdout.write(json.dumps(as_json(value), indent=indent) + "\n")
+    sys.stdout.flush()
+
+
+def status(value: str | None) -> str:
+    if value is None:
+        return "-"
+    style = STATUS_STYLES.get(value)
+    return f"[{style}]{value}[/{style}]" if style else value
+
+
+def when(time: datetime | None) -> str:
+    """A time in UTC, to the second."""
+    if time is None:
+        return "-"
+    return time.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"

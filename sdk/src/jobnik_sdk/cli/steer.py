@@ -1,0 +1,77 @@
+"""Commands that change a job or a stage: approve, pause, resume, abort, priority."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .._client import JobnikClient
+from .._models import Priority
+from . import output
+from ._run import DEFAULT, Manager, Token, Url, run
+
+JobArg = Annotated[str, typer.Argument(metavar="JOB", help="The job's id.")]
+
+
+def _done(message: str) -> None:
+    output.stdout().print(message, soft_wrap=True)
+
+
+def approve(
+    stage_id: Annotated[str, typer.Argument(metavar="STAGE", help="The WAITING stage's id.")],
+    url: Url = DEFAULT,
+    token: Token = None,
+) -> None:
+    """Let a WAITING stage run."""
+
+    async def work(client: JobnikClient) -> None:
+        await client.approve_stage(stage_id)
+
+    run(Manager(url, token), work)
+    _done(f"stage {stage_id} approved")
+
+
+def pause(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
+    """Stop handing out the job's tasks (running ones may still report)."""
+
+    async def work(client: JobnikClient) -> None:
+        await client.pause(job_id)
+
+    run(Manager(url, token), work)
+    _done(f"job {job_id} paused")
+
+
+def resume(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
+    """Resume a paused job."""
+
+    async def work(client: JobnikClient) -> None:
+        await client.resume(job_id)
+
+    run(Manager(url, token), work)
+    _done(f"job {job_id} resumed")
+
+
+def abort(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
+    """Abort the job: its unfinished stages and tasks become ABORTED."""
+
+    async def work(client: JobnikClient) -> None:
+        await client.abort(job_id)
+
+    run(Manager(url, token), work)
+    _done(f"job {job_id} aborted")
+
+
+def priority(
+    job_id: JobArg,
+    level: Annotated[Priority, typer.Argument(metavar="LEVEL", help="The new priority.")],
+    url: Url = DEFAULT,
+    token: Token = None,
+) -> None:
+    """Change the job's priority: VERY_HIGH, HIGH, MEDIUM, LOW or VERY_LOW."""
+
+    async def work(client: JobnikClient) -> bool:
+        return await client.set_priority(job_id, level)
+
+    changed = run(Manager(url, token), work)
+    _done(f"job {job_id} priority {level.value}" + ("" if changed else " (unchanged)"))

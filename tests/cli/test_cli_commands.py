@@ -1,0 +1,322 @@
+"""The `jobnik` command line against a manager process: every command's output and exit
+code, `events --follow` seeing a change as it happens, and tokens with auth on."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner, Result
+
+from jobnik_sdk.cli import app
+
+from ..support.processes import free_port, manager_process
+
+pytestmark = pytest.mark.e2e  # a manager process, and the `jobnik` script as one
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    db = tmp_path_factory.mktemp("cli") / "j.db"
+    with manager_process(f"sqlite+aiosqlite:///{db}", JOBNIK_AUTO_MIGRATE="true") as url:
+        yield url
+
+
+def jobnik(base_url: str, *args: str, **env: str) -> Result:
+    # Wide enough for whole ids in the tables; no token unless the test gives one.
+    runner = CliRunner(env={"COLUMNS": "250", "JOBNIK_TOKEN": None, **env})
+    return runner.invoke(app, [*args, "--url", base_url])
+
+
+def new_job(
+    base_url: str, tasks: int = 1, *, waiting: bool = False, name: str = "cli-job"
+) -> dict[str, Any]:
+    """A job of one stage of a type of its own, so that dequeues claim its tasks only."""
+    stage_type = f"t{uuid.uuid4().hex[:10]}"
+    body = {
+        "name": name,
+        "data": {},
+        "stages": [
+            {
+                "type": stage_type,
+                "data": {},
+                "startAsWaiting": waiting,
+                "tasks": [{"data": {"n": i}} for i in range(tasks)],
+            }
+        ],
+    }
+    created = httpx.post(f"{base_url}/v1/jobs", json=body)
+    assert created.status_code == 201, created.text
+    return dict(created.json())
+
+
+def run_task(base_url: str, stage_type: str, status: str) -> None:
+    claimed = httpx.patch(f"{base_url}/v1/stages/{stage_type}/tasks/dequeue")
+    assert claimed.status_code == 200, claimed.text
+    settled = httpx.put(
+        f"{base_url}/v1/tasks/{claimed.json()['id']}/status", json={"status": status}
+    )
+    assert settled.status_code == 200, settled.text
+
+
+def test_create_from_json_and_yaml_then_list_and_show(base_url: str, tmp_path: Path) -> None:
+    name = f"made-{uuid.uuid4().hex[:6]}"
+    body = {
+        "name": name,
+        "data": {"area": "north"},
+        "priority": "HIGH",
+        "stages": [
+            {
+                "type": "cli-tile",
+                "data": {},
+                "tasks": [{"data": {"tile": 1}}, {"data": {"tile": 2}}],
+            }
+        ],
+    }
+    as_json = tmp_path / "job.json"
+    as_json.write_text(json.dumps(body))
+    made = jobnik(base_url, "create", str(as_json))
+    assert made.exit_code == 0, made.stderr
+    first = made.stdout.strip()
+    assert uuid.UUID(first)
+
+    as_yaml = tmp_path / "job.yaml"
+    as_yaml.write_text(
+        f"name: {name}\ndata: {{}}\nstages:\n  - type: cli-publish\n    data: {{}}\n"
+    )
+    made = jobnik(base_url, "create", str(as_yaml), "--json")
+    assert made.exit_code == 0, made.stderr
+    second = json.loads(made.stdout)
+    assert second["name"] == name and second["stages"][0]["type"] == "cli-publish"
+
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    refused = jobnik(base_url, "create", str(broken))
+    assert refused.exit_code == 2 and "not JSON" in refused.stderr
+    invalid = tmp_path / "invalid.json"
+    invalid.write_text(json.dumps({"data": {}}))  # no name: the manager refuses it
+    refused = jobnik(base_url, "create", str(invalid))
+    assert refused.exit_code == 4 and "VALIDATION_ERROR" in refused.stderr
+
+    listed = jobnik(base_url, "jobs", "list", "--name", name, "--json")
+    assert listed.exit_code == 0, listed.stderr
+    jobs = json.loads(listed.stdout)
+    assert [j["id"] for j in jobs] == [second["id"], first]  # newest first
+
+    table = jobnik(base_url, "jobs", "list", "--name", name, "--priority", "HIGH")
+    assert table.exit_code == 0, table.stderr
+    assert first in table.stdout and second["id"] not in table.stdout
+    assert "HIGH" in table.stdout and "PENDING" in table.stdout
+
+    pending = jobnik(base_url, "jobs", "list", "--status", "COMPLETED", "--status", "FAILED")
+    assert pending.exit_code == 0 and first not in pending.stdout
+    window = jobnik(base_url, "jobs", "list", "--name", name, "--from", "2000-01-01", "--json")
+    assert len(json.loads(window.stdout)) == 2
+    window = jobnik(base_url, "jobs", "list", "--name", name, "--to", "2000-01-01", "--json")
+    assert json.loads(window.stdout) == []
+    bad = jobnik(base_url, "jobs", "list", "--from", "yesterday")
+    assert bad.exit_code == 2
+
+    shown = jobnik(base_url, "jobs", "show", first)
+    assert shown.exit_code == 0, shown.stderr
+    for text in (first, name, "HIGH", "cli-tile", "0/2 done", "PENDING"):
+        assert text in shown.stdout
+    as_data = json.loads(jobnik(base_url, "jobs", "show", first, "--json").stdout)
+    assert as_data["id"] == first and len(as_data["stages"]) == 1
+
+
+def test_list_shows_the_newest_jobs_across_pages(base_url: str) -> None:
+    name = f"many-{uuid.uuid4().hex[:6]}"
+    ids = [new_job(base_url, 0, name=name)["id"] for _ in range(5)]
+    listed = jobnik(base_url, "jobs", "list", "--name", name, "--limit", "3", "--json")
+    assert [j["id"] for j in json.loads(listed.stdout)] == ids[::-1][:3]
+    listed = jobnik(base_url, "jobs", "list", "--name", name, "--limit", "2", "--json")
+    assert [j["id"] for j in json.loads(listed.stdout)] == ids[::-1][:2]
+
+
+def test_steering_commands_and_their_refusals(base_url: str) -> None:
+    job = new_job(base_url, 1, waiting=True)
+    stage = job["stages"][0]
+    job_id = job["id"]
+
+    assert jobnik(base_url, "pause", job_id).exit_code == 0
+    assert httpx.get(f"{base_url}/v1/jobs/{job_id}").json()["status"] == "PAUSED"
+    resumed = jobnik(base_url, "resume", job_id)
+    assert resumed.exit_code == 0 and "resumed" in resumed.stdout
+    assert httpx.get(f"{base_url}/v1/jobs/{job_id}").json()["status"] != "PAUSED"
+
+    changed = jobnik(base_url, "priority", job_id, "VERY_HIGH")
+    assert changed.exit_code == 0 and "VERY_HIGH" in changed.stdout
+    assert httpx.get(f"{base_url}/v1/jobs/{job_id}").json()["priority"] == "VERY_HIGH"
+    assert jobnik(base_url, "priority", job_id, "URGENT").exit_code == 2
+
+    approved = jobnik(base_url, "approve", stage["id"])
+    assert approved.exit_code == 0, approved.stderr
+    assert httpx.get(f"{base_url}/v1/stages/{stage['id']}").json()["status"] == "PENDING"
+
+    aborted = jobnik(base_url, "abort", job_id)
+    assert aborted.exit_code == 0
+    assert httpx.get(f"{base_url}/v1/jobs/{job_id}").json()["status"] == "ABORTED"
+    again = jobnik(base_url, "approve", stage["id"])  # ABORTED, not WAITING
+    assert again.exit_code == 4, again.stderr
+    assert "refused (4" in again.stderr and "ILLEGAL" in again.stderr
+    assert again.stdout == ""
+    assert jobnik(base_url, "pause", job_id).exit_code == 4  # a final job
+
+
+def test_tasks_list(base_url: str) -> None:
+    job = new_job(base_url, 3)
+    stage = job["stages"][0]
+    run_task(base_url, stage["type"], "COMPLETED")
+    listed = jobnik(base_url, "tasks", "list", "--stage", stage["id"])
+    assert listed.exit_code == 0, listed.stderr
+    assert listed.stdout.count("PENDING") == 2 and listed.stdout.count("COMPLETED") == 1
+    done = jobnik(base_url, "tasks", "list", "--stage", stage["id"], "--status", "COMPLETED")
+    assert done.stdout.count("COMPLETED") == 1 and "PENDING" not in done.stdout
+    as_data = json.loads(jobnik(base_url, "tasks", "list", "--stage", stage["id"], "--json").stdout)
+    assert sorted(t["status"] for t in as_data) == ["COMPLETED", "PENDING", "PENDING"]
+
+
+def test_wait_exits_by_how_the_job_ended(base_url: str) -> None:
+    completed = new_job(base_url, 1)
+    run_task(base_url, completed["stages"][0]["type"], "COMPLETED")
+    done = jobnik(base_url, "wait", completed["id"], "--interval", "0.1")
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout == f"{completed['id']} COMPLETED\n"
+
+    failed = new_job(base_url, 1)
+    run_task(base_url, failed["stages"][0]["type"], "FAILED")
+    done = jobnik(base_url, "wait", failed["id"], "--json")
+    assert done.exit_code == 1
+    assert json.loads(done.stdout)["status"] == "FAILED"
+
+    aborted = new_job(base_url, 1)
+    httpx.put(f"{base_url}/v1/jobs/{aborted['id']}/status", json={"status": "ABORTED"})
+    assert jobnik(base_url, "wait", aborted["id"]).exit_code == 1
+
+    running = new_job(base_url, 1)
+    started = time.monotonic()
+    late = jobnik(base_url, "wait", running["id"], "--timeout", "0.5", "--interval", "0.1")
+    assert late.exit_code == 6 and "timed out" in late.stderr
+    assert time.monotonic() - started < 5
+
+
+def test_not_found_unreachable_and_usage(base_url: str) -> None:
+    unknown = str(uuid.uuid4())
+    for args in (
+        ("jobs", "show", unknown),
+        ("pause", unknown),
+        ("wait", unknown),
+        ("events", unknown),
+        ("approve", unknown),
+        ("tasks", "list", "--stage", unknown),
+    ):
+        result = jobnik(base_url, *args)
+        assert result.exit_code == 3, (args, result.stderr)
+        assert "not found" in result.stderr and result.stdout == ""
+    down = jobnik(f"http://127.0.0.1:{free_port()}", "jobs", "list")
+    assert down.exit_code == 5 and "cannot reach" in down.stderr
+    assert jobnik(base_url, "jobs", "frobnicate").exit_code == 2
+    assert jobnik(base_url, "pause").exit_code == 2  # JOB missing
+
+
+def test_events_history(base_url: str) -> None:
+    job = new_job(base_url, 1)
+    run_task(base_url, job["stages"][0]["type"], "COMPLETED")
+    history = jobnik(base_url, "events", job["id"])
+    assert history.exit_code == 0, history.stderr
+    lines = history.stdout.splitlines()
+    assert any("JOB" in line and "-> COMPLETED" in line for line in lines)
+    assert any("TASK" in line and "IN_PROGRESS -> COMPLETED" in line for line in lines)
+    as_data = json.loads(jobnik(base_url, "events", job["id"], "--json").stdout)
+    assert len(as_data) == len(lines) and as_data[-1]["jobId"] == job["id"]
+    followed = jobnik(base_url, "events", job["id"], "--follow")  # final: prints, ends
+    assert followed.exit_code == 0 and followed.stdout == history.stdout
+
+
+def test_the_jobnik_script_follows_events_as_they_happen(base_url: str) -> None:
+    script = shutil.which("jobnik", path=str(Path(sys.executable).parent))
+    assert script is not None, "the jobnik console script is not installed"
+    job = new_job(base_url, 1)
+    proc = subprocess.Popen(
+        [script, "events", job["id"], "--follow", "--interval", "0.1", "--url", base_url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "JOBNIK_TOKEN"},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stdout or ():
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def next_line_with(text: str) -> str:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if text in line:
+                return line
+        raise AssertionError(f"no line with {text!r} within 10 s")
+
+    try:
+        next_line_with("JOB")  # the history so far
+        httpx.put(f"{base_url}/v1/jobs/{job['id']}/status", json={"status": "PAUSED"})
+        assert job["id"] in next_line_with("-> PAUSED")
+        assert proc.poll() is None  # the job is not final: it keeps following
+        httpx.put(f"{base_url}/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
+        next_line_with("-> ABORTED")
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_tokens_with_auth_on(tmp_path: Path) -> None:
+    database = f"sqlite+aiosqlite:///{tmp_path / 'auth.db'}"
+    manager_cli = [sys.executable, "-m", "jobnik_manager.cli"]
+    env = {**os.environ, "JOBNIK_DATABASE_URL": database}
+    subprocess.run([*manager_cli, "migrate"], env=env, check=True, capture_output=True)
+    made = subprocess.run(
+        [*manager_cli, "tokens", "create", "--name", "ops", "--role", "operator"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    token = made.stdout.strip()
+    with manager_process(database, JOBNIK_AUTH="on") as url:
+        none = jobnik(url, "jobs", "list")
+        assert none.exit_code == 4 and "UNAUTHORIZED" in none.stderr
+        given = jobnik(url, "jobs", "list", "--token", token, "--json")
+        assert given.exit_code == 0, given.stderr
+        assert json.loads(given.stdout) == []
+        from_env = jobnik(url, "jobs", "list", "--json", JOBNIK_TOKEN=token)
+        assert from_env.exit_code == 0, from_env.stderr
+        wrong = jobnik(url, "jobs", "list", "--token", token + "x")
+        assert wrong.exit_code == 4 and "UNAUTHORIZED" in wrong.stderr
+        assert token not in wrong.stderr
+
+
+def test_the_sdk_imports_without_the_cli_extra() -> None:
+    blocked = "import sys; sys.modules['typer'] = sys.modules['rich'] = None; import jobnik_sdk"
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
