@@ -19,7 +19,7 @@ from .api.errors import install_error_handlers, route_methods
 from .api.fast_lane import FastLane
 from .api.guard import InputGuard
 from .api.openapi import install_openapi
-from .api.routes import health, jobs, stages, tasks, tokens
+from .api.routes import health, jobs, stages, tasks, tokens, ui
 from .db.engine import Database, TransactionHook
 from .dispatch.outbox import Outbox
 from .dispatch.relay import Relay
@@ -89,6 +89,8 @@ def create_app(
     routers = [m.router for m in (health, jobs, stages, tasks, tokens)]
     app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
+    app.include_router(ui.router)  # the dashboard at /ui
+    app.mount(ui.ASSETS_PATH, ui.assets(), name="ui-assets")
     for module in (jobs, stages, tasks, tokens):
         app.include_router(
             module.router,

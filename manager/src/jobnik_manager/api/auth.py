@@ -35,9 +35,11 @@ _OPEN = {
     "/docs/oauth2-redirect",
     "/redoc",
     "/openapi.json",
+    "/ui",  # the dashboard's page and assets hold no data; its API calls carry the token
+    "/ui/",
 }
 # The documents' own files (scripts, styles).
-_OPEN_PREFIXES = ("/static-offline-docs/",)
+_OPEN_PREFIXES = ("/static-offline-docs/", "/ui/assets/")
 _MAX_PEEK = 1024 * 1024  # batch bodies are far smaller; larger ones are the route's to refuse
 
 # (method, route template) -> what the request does.

@@ -22,6 +22,7 @@ _HOME = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Jobnik manager</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body><main><h1>Jobnik manager</h1><ul>
+<li><a href="/ui">Dashboard</a></li>
 <li><a href="/docs">API reference (Swagger UI)</a></li>
 <li><a href="/redoc">API reference (ReDoc)</a></li>
 <li><a href="/openapi.json">OpenAPI document</a></li>

@@ -1,0 +1,466 @@
+// Jobnik dashboard: plain JavaScript over the manager's REST API, no build step.
+// Routes (in the URL's hash): #/jobs?status=&priority=&name=&page=  and  #/jobs/<id>
+"use strict";
+
+const STATUSES = ["PENDING", "IN_PROGRESS", "PAUSED", "COMPLETED", "FAILED", "ABORTED"];
+const PRIORITIES = ["VERY_HIGH", "HIGH", "MEDIUM", "LOW", "VERY_LOW"];
+const FINAL = new Set(["COMPLETED", "FAILED", "ABORTED"]);
+const REFRESH_MS = 2000;
+const JOBS_PAGE_SIZE = 20;
+const TASKS_PAGE_SIZE = 20;
+const EVENTS_PAGE_SIZE = 50;
+const TOKEN_KEY = "jobnik.token";
+
+const view = document.getElementById("view");
+const live = document.getElementById("live");
+const autoRefresh = document.getElementById("auto-refresh");
+const tokenButton = document.getElementById("token-button");
+
+// ---- small DOM helpers -----------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (key in el && typeof value !== "string") el[key] = value;
+    else el.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : String(child));
+  }
+  return el;
+}
+
+function statusBadge(status) {
+  return h("span", { class: `status status-${status}` }, status);
+}
+
+function when(iso) {
+  if (!iso) return "—";
+  const date = new Date(iso);
+  return h("time", { datetime: iso }, date.toLocaleString());
+}
+
+function bar(percentage, label) {
+  const value = Math.max(0, Math.min(100, Number(percentage) || 0));
+  return h("span", { class: "pair" },
+    h("progress", { max: "100", value: String(value), "aria-label": label }),
+    h("span", { class: "num" }, `${value} %`));
+}
+
+function say(text) {
+  if (live.textContent !== text) live.textContent = text;
+}
+
+function errorBox(err) {
+  if (err instanceof ApiError) {
+    return h("div", { class: "error", role: "alert" },
+      h("strong", {}, err.message), " ", err.code ? h("code", {}, err.code) : null,
+      err.status ? h("span", { class: "muted" }, ` (HTTP ${err.status})`) : null);
+  }
+  return h("div", { class: "error", role: "alert" }, String(err && err.message || err));
+}
+
+// Re-rendering replaces nodes: keep the keyboard focus on the same control.
+function focusedKey() {
+  const active = document.activeElement;
+  return active && active.dataset ? active.dataset.key : null;
+}
+
+function restoreFocus(key) {
+  if (!key) return;
+  const again = view.querySelector(`[data-key="${CSS.escape(key)}"]`);
+  if (again && again !== document.activeElement) again.focus();
+}
+
+function keepFocus(render) {
+  const key = focusedKey();
+  render();
+  restoreFocus(key);
+}
+
+// ---- the API -----------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, message, code) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (err) {
+    throw new ApiError(0, `The manager could not be reached: ${err.message}`, "NETWORK_ERROR");
+  }
+  const text = await response.text();
+  let data = null;
+  if (text) {
+    try { data = JSON.parse(text); } catch { data = null; }
+  }
+  if (!response.ok) {
+    const message = data && data.message ? data.message : `${response.status} ${response.statusText}`;
+    const error = new ApiError(response.status, message, data && data.code);
+    if (response.status === 401) askToken(message);
+    throw error;
+  }
+  return data;
+}
+
+function query(params) {
+  const q = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== "" && value !== null && value !== undefined) q.set(key, value);
+  }
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+// ---- dialogs -----------------------------------------------------------------------
+
+const confirmDialog = document.getElementById("confirm");
+
+function confirmAction(title, text, okLabel, danger) {
+  document.getElementById("confirm-title").textContent = title;
+  document.getElementById("confirm-text").textContent = text;
+  const ok = document.getElementById("confirm-ok");
+  ok.textContent = okLabel;
+  ok.className = danger ? "danger" : "";
+  confirmDialog.returnValue = "cancel";
+  return new Promise((resolve) => {
+    confirmDialog.addEventListener("close", () => resolve(confirmDialog.returnValue === "ok"), { once: true });
+    confirmDialog.showModal();
+    ok.focus();
+  });
+}
+
+const tokenDialog = document.getElementById("token-dialog");
+const tokenInput = document.getElementById("token-input");
+
+function askToken(message) {
+  tokenButton.hidden = false;
+  if (tokenDialog.open) return;
+  const error = document.getElementById("token-error");
+  error.hidden = !sessionStorage.getItem(TOKEN_KEY);
+  error.textContent = message;
+  tokenInput.value = "";
+  tokenDialog.showModal();
+  tokenInput.focus();
+}
+
+tokenDialog.addEventListener("close", () => {
+  if (tokenDialog.returnValue === "ok" && tokenInput.value.trim()) {
+    sessionStorage.setItem(TOKEN_KEY, tokenInput.value.trim());
+    tokenInput.value = "";
+    route();
+  }
+});
+tokenButton.addEventListener("click", () => askToken("Give another token."));
+if (sessionStorage.getItem(TOKEN_KEY)) tokenButton.hidden = false;
+
+// ---- refresh -----------------------------------------------------------------------
+
+let timer = null;
+let current = null; // the page on screen: { refresh(): Promise }
+
+function schedule() {
+  clearTimeout(timer);
+  timer = setTimeout(async () => {
+    if (current && autoRefresh.checked && !document.hidden && !confirmDialog.open && !tokenDialog.open) {
+      try { await current.refresh(); } catch { /* shown by the page */ }
+    }
+    schedule();
+  }, REFRESH_MS);
+}
+autoRefresh.addEventListener("change", () => say(autoRefresh.checked ? "Live refresh on" : "Live refresh off"));
+
+// ---- the jobs list -----------------------------------------------------------------
+
+function jobsPage(params) {
+  const filters = {
+    status: params.get("status") || "",
+    priority: params.get("priority") || "",
+    name: params.get("name") || "",
+    page: Math.max(1, Number(params.get("page")) || 1),
+  };
+  const go = (changes) => {
+    const next = { ...filters, ...changes };
+    location.hash = `#/jobs${query({ status: next.status, priority: next.priority, name: next.name, page: next.page > 1 ? next.page : "" })}`;
+  };
+
+  const nameInput = h("input", { id: "f-name", type: "search", value: filters.name, minlength: "2", maxlength: "50", placeholder: "exact job name", "data-key": "f-name" });
+  const statusSelect = h("select", { id: "f-status", "data-key": "f-status" },
+    h("option", { value: "" }, "Any"), STATUSES.map((s) => h("option", { value: s, selected: s === filters.status }, s)));
+  const prioritySelect = h("select", { id: "f-priority", "data-key": "f-priority" },
+    h("option", { value: "" }, "Any"), PRIORITIES.map((p) => h("option", { value: p, selected: p === filters.priority }, p)));
+  const form = h("form", {
+    class: "filters", role: "search", "aria-label": "Filter jobs",
+    onsubmit: (e) => {
+      e.preventDefault();
+      go({ name: nameInput.value.trim(), status: statusSelect.value, priority: prioritySelect.value, page: 1 });
+    },
+  },
+  h("div", { class: "field" }, h("label", { for: "f-name" }, "Name"), nameInput),
+  h("div", { class: "field" }, h("label", { for: "f-status" }, "Status"), statusSelect),
+  h("div", { class: "field" }, h("label", { for: "f-priority" }, "Priority"), prioritySelect),
+  h("button", { type: "submit" }, "Search"),
+  h("button", { type: "button", class: "secondary", onclick: () => { location.hash = "#/jobs"; } }, "Clear"));
+  statusSelect.addEventListener("change", () => form.requestSubmit());
+  prioritySelect.addEventListener("change", () => form.requestSubmit());
+
+  const results = h("section", { "aria-labelledby": "jobs-heading" });
+  view.replaceChildren(h("h1", { id: "jobs-heading" }, "Jobs"), form, results);
+  document.title = "Jobs · Jobnik";
+
+  async function refresh() {
+    let data;
+    try {
+      data = await api("GET", `/v1/jobs${query({
+        page: filters.page, page_size: JOBS_PAGE_SIZE, status: filters.status,
+        priority: filters.priority, job_name: filters.name,
+      })}`);
+    } catch (err) {
+      keepFocus(() => results.replaceChildren(errorBox(err)));
+      return;
+    }
+    const pages = Math.max(1, Math.ceil(data.total / JOBS_PAGE_SIZE));
+    const first = data.total ? (filters.page - 1) * JOBS_PAGE_SIZE + 1 : 0;
+    const last = (filters.page - 1) * JOBS_PAGE_SIZE + data.items.length;
+    const rows = data.items.map((job) => h("tr", { "data-job-id": job.id },
+      h("td", {}, h("a", { href: `#/jobs/${job.id}` }, job.name)),
+      h("td", {}, statusBadge(job.status)),
+      h("td", { class: "hide-narrow" }, job.priority),
+      h("td", {}, bar(job.percentage, `Progress of ${job.name}`)),
+      h("td", { class: "hide-narrow" }, when(job.creationTime)),
+      h("td", { class: "hide-narrow" }, when(job.updateTime))));
+    keepFocus(() => results.replaceChildren(
+      h("p", { class: "muted" }, data.total ? `Jobs ${first}–${last} of ${data.total}` : "No jobs match."),
+      h("div", { class: "table-wrap" }, h("table", {},
+        h("caption", { class: "visually-hidden" }, "Jobs"),
+        h("thead", {}, h("tr", {},
+          h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Status"),
+          h("th", { scope: "col", class: "hide-narrow" }, "Priority"), h("th", { scope: "col" }, "Progress"),
+          h("th", { scope: "col", class: "hide-narrow" }, "Created"),
+          h("th", { scope: "col", class: "hide-narrow" }, "Updated"))),
+        h("tbody", {}, rows))),
+      pager(filters.page, pages, (page) => go({ page }), "jobs")));
+    say(data.total ? `${data.total} jobs; page ${filters.page} of ${pages}` : "No jobs match");
+  }
+  return { refresh };
+}
+
+function pager(page, pages, goTo, key) {
+  return h("nav", { class: "pager", "aria-label": `Pages of ${key}` },
+    h("button", { type: "button", class: "secondary", disabled: page <= 1, "data-key": `${key}-prev`, onclick: () => goTo(page - 1) }, "Previous"),
+    h("span", {}, `Page ${page} of ${pages}`),
+    h("button", { type: "button", class: "secondary", disabled: page >= pages, "data-key": `${key}-next`, onclick: () => goTo(page + 1) }, "Next"));
+}
+
+// ---- a job ---------------------------------------------------------------------------
+
+function jobPage(jobId) {
+  const state = { job: null, stageId: null, tasksPage: 1, eventsPage: 1, error: null };
+  const notice = h("div", {});
+  const head = h("section", { "aria-labelledby": "job-heading" }, h("h1", { id: "job-heading" }, "Job"));
+  const stagesBox = h("section", { "aria-labelledby": "stages-heading" });
+  const tasksBox = h("section", { "aria-labelledby": "tasks-heading" });
+  const eventsBox = h("section", { "aria-labelledby": "events-heading" });
+  view.replaceChildren(h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")), notice, head, stagesBox, tasksBox, eventsBox);
+
+  async function act(title, text, okLabel, danger, method, path, body) {
+    if (!(await confirmAction(title, text, okLabel, danger))) return;
+    try {
+      await api(method, path, body);
+      notice.replaceChildren();
+      say(`${okLabel}: done`);
+    } catch (err) {
+      notice.replaceChildren(errorBox(err));
+    }
+    await refresh();
+  }
+
+  function renderHead(job) {
+    document.title = `${job.name} · Jobnik`;
+    const actions = h("div", { class: "actions", role: "group", "aria-label": "Job actions" });
+    if (job.status === "PENDING" || job.status === "IN_PROGRESS") {
+      actions.append(h("button", { type: "button", class: "secondary", "data-key": "pause",
+        onclick: () => act("Pause job", `Pause “${job.name}”? Running tasks finish; nothing new is handed out.`, "Pause", false,
+          "PUT", `/v1/jobs/${job.id}/status`, { status: "PAUSED" }) }, "Pause"));
+    }
+    if (job.status === "PAUSED") {
+      actions.append(h("button", { type: "button", class: "secondary", "data-key": "resume",
+        onclick: () => act("Resume job", `Resume “${job.name}”?`, "Resume", false,
+          "PUT", `/v1/jobs/${job.id}/status`, { status: "PENDING" }) }, "Resume"));
+    }
+    if (!FINAL.has(job.status)) {
+      actions.append(h("button", { type: "button", class: "danger", "data-key": "abort",
+        onclick: () => act("Abort job", `Abort “${job.name}”? Its unfinished stages and tasks are aborted. This cannot be undone.`, "Abort", true,
+          "PUT", `/v1/jobs/${job.id}/status`, { status: "ABORTED" }) }, "Abort"));
+      const select = h("select", { id: "job-priority", "data-key": "job-priority" },
+        PRIORITIES.map((p) => h("option", { value: p, selected: p === job.priority }, p)));
+      actions.append(h("form", { class: "priority", onsubmit: (e) => {
+        e.preventDefault();
+        const priority = select.value;
+        act("Change priority", `Change the priority of “${job.name}” from ${job.priority} to ${priority}?`, "Change priority", false,
+          "PATCH", `/v1/jobs/${job.id}/priority`, { priority });
+      } }, h("label", { for: "job-priority" }, "Priority"), select,
+      h("button", { type: "submit", class: "secondary", "data-key": "priority-set" }, "Set")));
+    }
+    head.replaceChildren(
+      h("h1", { id: "job-heading" }, job.name),
+      h("div", { class: "job-head" },
+        h("dl", {},
+          h("div", { class: "pair" }, h("dt", {}, "Status"), h("dd", { id: "job-status" }, statusBadge(job.status))),
+          h("div", { class: "pair" }, h("dt", {}, "Priority"), h("dd", {}, job.priority)),
+          h("div", { class: "pair" }, h("dt", {}, "Progress"), h("dd", { id: "job-progress" }, bar(job.percentage, "Job progress"))),
+          h("div", { class: "pair" }, h("dt", {}, "Created"), h("dd", {}, when(job.creationTime))),
+          h("div", { class: "pair" }, h("dt", {}, "Id"), h("dd", { class: "mono" }, job.id)))),
+      actions);
+  }
+
+  function renderStages(job) {
+    const stages = job.stages || [];
+    const items = stages.map((stage, i) => {
+      const previous = i > 0 ? stages[i - 1] : null;
+      const turnCame = !previous || previous.status === "COMPLETED";
+      const s = stage.summary || {};
+      const buttons = h("div", { class: "buttons" },
+        h("button", { type: "button", class: "secondary", "aria-pressed": String(state.stageId === stage.id), "data-key": `tasks-${stage.id}`,
+          onclick: () => { state.stageId = stage.id; state.tasksPage = 1; refresh(); } }, `Tasks of stage ${stage.order}`));
+      if (stage.status === "WAITING" && turnCame && !FINAL.has(job.status)) {
+        buttons.prepend(h("button", { type: "button", "data-key": `approve-${stage.id}`,
+          onclick: () => act("Approve stage", `Approve stage ${stage.order} (${stage.type}) so that its tasks may run?`, "Approve", false,
+            "PUT", `/v1/stages/${stage.id}/status`, { status: "PENDING" }) }, `Approve stage ${stage.order}`));
+      }
+      return h("li", { class: `stage-${stage.status}`, "data-stage-order": String(stage.order) },
+        h("article", { class: "stage", "aria-current": state.stageId === stage.id ? "true" : null, "aria-labelledby": `stage-${stage.id}` },
+          h("header", {},
+            h("h3", { id: `stage-${stage.id}` }, `Stage ${stage.order}: `, h("span", { class: "mono" }, stage.type)),
+            h("span", { class: "stage-status" }, statusBadge(stage.status)),
+            bar(stage.percentage, `Progress of stage ${stage.order}`)),
+          h("dl", { class: "summary" },
+            ["total", "pending", "inProgress", "completed", "failed", "retried", "aborted"].map((k) =>
+              h("div", { class: "pair" }, h("dt", {}, k === "inProgress" ? "in progress" : k), h("dd", {}, s[k] ?? 0)))),
+          h("p", { class: "times" }, "Started ", when(stage.startTime), " · ended ", when(stage.endTime)),
+          stage.status === "WAITING" && !turnCame ? h("p", { class: "muted" }, "Waits for the stage before it to complete, then for approval.") : null,
+          buttons));
+    });
+    stagesBox.replaceChildren(h("h2", { id: "stages-heading" }, "Stages"),
+      items.length ? h("ol", { class: "timeline" }, items) : h("p", { class: "muted" }, "No stages yet."));
+  }
+
+  async function renderTasks(stages) {
+    const stage = stages.find((s) => s.id === state.stageId);
+    if (!stage) {
+      tasksBox.replaceChildren(h("h2", { id: "tasks-heading" }, "Tasks"), h("p", { class: "muted" }, "No stage chosen."));
+      return;
+    }
+    let data;
+    try {
+      data = await api("GET", `/v1/stages/${stage.id}/tasks${query({ page: state.tasksPage, page_size: TASKS_PAGE_SIZE })}`);
+    } catch (err) {
+      tasksBox.replaceChildren(h("h2", { id: "tasks-heading" }, `Tasks of stage ${stage.order}`), errorBox(err));
+      return;
+    }
+    const pages = Math.max(1, Math.ceil(data.total / TASKS_PAGE_SIZE));
+    const rows = data.items.map((t) => h("tr", {},
+      h("td", { class: "mono" }, h("span", { title: t.id }, t.id.slice(0, 8))),
+      h("td", {}, statusBadge(t.status)),
+      h("td", { class: "num" }, `${t.attempts} / ${t.maxAttempts}`),
+      h("td", {}, t.worker || "—"),
+      h("td", {}, t.reason || "—"),
+      h("td", { class: "result mono" }, t.result === undefined || t.result === null ? "—" : JSON.stringify(t.result)),
+      h("td", { class: "hide-narrow" }, when(t.startTime)),
+      h("td", { class: "hide-narrow" }, when(t.endTime))));
+    tasksBox.replaceChildren(
+      h("h2", { id: "tasks-heading" }, `Tasks of stage ${stage.order} (${data.total})`),
+      h("div", { class: "table-wrap" }, h("table", {},
+        h("thead", {}, h("tr", {}, ["Task", "Status", "Attempts", "Worker", "Reason", "Result"].map((c) => h("th", { scope: "col" }, c)),
+          h("th", { scope: "col", class: "hide-narrow" }, "Started"), h("th", { scope: "col", class: "hide-narrow" }, "Ended"))),
+        h("tbody", {}, rows))),
+      pager(state.tasksPage, pages, (p) => { state.tasksPage = p; refresh(); }, "tasks"));
+  }
+
+  async function renderEvents() {
+    let data;
+    try {
+      data = await api("GET", `/v1/jobs/${jobId}/events${query({ page: state.eventsPage, page_size: EVENTS_PAGE_SIZE })}`);
+    } catch (err) {
+      eventsBox.replaceChildren(h("h2", { id: "events-heading" }, "History"), errorBox(err));
+      return;
+    }
+    const pages = Math.max(1, Math.ceil(data.total / EVENTS_PAGE_SIZE));
+    const rows = data.items.map((e) => h("tr", {},
+      h("td", {}, when(e.time)),
+      h("td", {}, e.entity),
+      h("td", { class: "mono" }, h("span", { title: e.entityId }, String(e.entityId).slice(0, 8))),
+      h("td", {}, e.fromStatus ? statusBadge(e.fromStatus) : "—", " → ", statusBadge(e.toStatus)),
+      h("td", { class: "hide-narrow" }, e.worker || "—"),
+      h("td", { class: "hide-narrow" }, e.reason || "—")));
+    eventsBox.replaceChildren(
+      h("h2", { id: "events-heading" }, `History (${data.total} events)`),
+      h("div", { class: "table-wrap" }, h("table", {},
+        h("thead", {}, h("tr", {}, ["Time", "Of", "Id", "Change"].map((c) => h("th", { scope: "col" }, c)),
+          h("th", { scope: "col", class: "hide-narrow" }, "Worker"), h("th", { scope: "col", class: "hide-narrow" }, "Reason"))),
+        h("tbody", {}, rows))),
+      pager(state.eventsPage, pages, (p) => { state.eventsPage = p; refresh(); }, "events"));
+  }
+
+  async function refresh() {
+    let job;
+    try {
+      job = await api("GET", `/v1/jobs/${jobId}?should_return_stages=true`);
+    } catch (err) {
+      keepFocus(() => head.replaceChildren(h("h1", { id: "job-heading" }, "Job"), errorBox(err)));
+      return;
+    }
+    const stages = job.stages || [];
+    if (!state.stageId && stages.length) {
+      state.stageId = (stages.find((s) => !FINAL.has(s.status)) || stages[stages.length - 1]).id;
+    }
+    const key = focusedKey();
+    await Promise.all([renderTasks(stages), renderEvents()]);
+    renderHead(job);
+    renderStages(job);
+    restoreFocus(key);
+    const done = stages.filter((s) => s.status === "COMPLETED").length;
+    say(`Job ${job.status}, ${job.percentage} %; ${done} of ${stages.length} stages completed`);
+  }
+  return { refresh };
+}
+
+// ---- routing -------------------------------------------------------------------------
+
+async function route() {
+  const hash = location.hash || "#/jobs";
+  const [path, search] = hash.slice(1).split("?");
+  const params = new URLSearchParams(search || "");
+  const match = path.match(/^\/jobs\/([0-9a-fA-F-]{36})$/);
+  const page = match ? jobPage(match[1]) : jobsPage(params);
+  current = page;
+  await page.refresh();
+  if (current === page) schedule();
+}
+
+let lastPath = null;
+window.addEventListener("hashchange", () => {
+  const path = location.hash.split("?")[0];
+  route().then(() => {
+    if (path !== lastPath) view.focus();  // a new page: start reading it from the top
+    lastPath = path;
+  });
+});
+lastPath = (location.hash || "#/jobs").split("?")[0];
+route();
