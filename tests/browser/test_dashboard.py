@@ -1,0 +1,183 @@
+"""The dashboard in a browser, against a manager process: a job's stages run (by plain
+HTTP calls, as a worker's would) while the page follows them; an approval, a pause and
+resume, and an abort made with the page's buttons. Screenshots of the jobs list and of
+a job page go to build/screenshots/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from ..support.api import unique
+from ..support.processes import ROOT, manager_process
+
+pytestmark = pytest.mark.e2e
+
+SHOTS = ROOT / "build" / "screenshots"
+WAIT = 10_000  # ms: a change shows within a refresh (2 s) or on the action's own reload
+
+
+def create_job(http: httpx.Client, stages: list[dict[str, Any]]) -> dict[str, Any]:
+    answer = http.post("/v1/jobs", json={"name": unique("dash"), "data": {}, "stages": stages})
+    assert answer.status_code == 201, answer.text
+    return answer.json()  # type: ignore[no-any-return]
+
+
+def run_tasks(http: httpx.Client, stage_type: str, n: int) -> None:
+    for _ in range(n):
+        claimed = http.patch(f"/v1/stages/{stage_type}/tasks/dequeue", params={"worker": "w-1"})
+        assert claimed.status_code == 200, claimed.text
+        task = claimed.json()
+        done = http.put(
+            f"/v1/tasks/{task['id']}/status",
+            json={"status": "COMPLETED", "leaseId": task["leaseId"], "result": {"ok": True}},
+        )
+        assert done.status_code == 200, done.text
+
+
+def confirm(page) -> None:  # type: ignore[no-untyped-def]
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_be_visible()
+    dialog.locator("#confirm-ok").click()
+    expect(dialog).to_be_hidden()
+
+
+def stage_status(page, order: int):  # type: ignore[no-untyped-def]
+    return page.locator(f'[data-stage-order="{order}"] .stage-status')
+
+
+def test_a_job_followed_approved_and_completed_on_the_page(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with httpx.Client(base_url=manager_url, timeout=10) as http:
+        tasks = [{"data": {"i": i}} for i in range(3)]
+        job = create_job(
+            http,
+            [
+                {"type": "T1", "data": {}, "tasks": tasks},
+                {"type": "T2", "data": {}, "startAsWaiting": True, "tasks": tasks[:2]},
+            ],
+        )
+        page.goto(f"{manager_url}/ui")
+        page.get_by_label("Name").fill(job["name"])
+        page.get_by_role("button", name="Search").click()
+        link = page.get_by_role("link", name=job["name"])
+        expect(link).to_be_visible(timeout=WAIT)
+        expect(page.locator("main tbody tr")).to_have_count(1)
+        page.screenshot(path=str(SHOTS / "jobs-list.png"), full_page=True)
+        link.click()
+
+        expect(page.get_by_role("heading", level=1)).to_have_text(job["name"], timeout=WAIT)
+        expect(stage_status(page, 2)).to_have_text("WAITING")
+        approve = page.get_by_role("button", name="Approve stage 2")
+        expect(approve).to_have_count(0)  # not its turn yet
+        run_tasks(http, "T1", 3)
+        expect(stage_status(page, 1)).to_have_text("COMPLETED", timeout=WAIT)
+        expect(page.locator('[data-stage-order="1"] progress')).to_have_attribute("value", "100")
+
+        expect(approve).to_be_visible(timeout=WAIT)
+        approve.click()
+        confirm(page)
+        expect(stage_status(page, 2)).to_have_text("PENDING", timeout=WAIT)
+        run_tasks(http, "T2", 2)
+        expect(page.locator("#job-status")).to_have_text("COMPLETED", timeout=WAIT)
+        expect(page.locator("#job-progress")).to_contain_text("100 %")
+        expect(stage_status(page, 2)).to_have_text("COMPLETED")
+        page.get_by_role("button", name="Tasks of stage 2").click()
+        expect(page.locator("#tasks-heading")).to_have_text("Tasks of stage 2 (2)")
+        expect(page.get_by_role("cell", name="w-1").first).to_be_visible()
+        expect(page.locator("#events-heading")).to_contain_text("events")
+        page.screenshot(path=str(SHOTS / "job-page.png"), full_page=True)
+    assert page.offsite.urls == []
+
+
+def test_pause_resume_and_abort_with_the_buttons(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
+    with httpx.Client(base_url=manager_url, timeout=10) as http:
+        one = [{"data": {}}]
+        paused = create_job(http, [{"type": "T3", "data": {}, "tasks": one}])
+        aborted = create_job(
+            http,
+            [{"type": "T4", "data": {}, "tasks": one}, {"type": "T5", "data": {}, "tasks": one}],
+        )
+
+        page.goto(f"{manager_url}/ui#/jobs/{paused['id']}")
+        expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)
+        page.get_by_role("button", name="Pause").click()
+        confirm(page)
+        expect(page.locator("#job-status")).to_have_text("PAUSED", timeout=WAIT)
+        page.get_by_role("button", name="Resume").click()
+        confirm(page)
+        expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)
+        assert http.get(f"/v1/jobs/{paused['id']}").json()["status"] == "PENDING"
+
+        # A dismissed confirmation changes nothing.
+        page.get_by_role("button", name="Abort").click()
+        page.locator("dialog#confirm").get_by_role("button", name="Cancel").click()
+        expect(page.locator("#job-status")).to_have_text("PENDING")
+
+        page.goto(f"{manager_url}/ui#/jobs/{aborted['id']}")
+        expect(page.get_by_role("heading", level=1)).to_have_text(aborted["name"], timeout=WAIT)
+        page.get_by_role("button", name="Abort").click()
+        confirm(page)
+        expect(page.locator("#job-status")).to_have_text("ABORTED", timeout=WAIT)
+        expect(stage_status(page, 1)).to_have_text("ABORTED")
+        expect(stage_status(page, 2)).to_have_text("ABORTED")
+        expect(page.get_by_role("button", name="Abort")).to_have_count(0)
+    assert page.offsite.urls == []
+
+
+def test_an_api_refusal_is_shown_as_the_api_words_it(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
+    with httpx.Client(base_url=manager_url, timeout=10) as http:
+        job = create_job(http, [{"type": "T6", "data": {}, "tasks": [{"data": {}}]}])
+        page.goto(f"{manager_url}/ui#/jobs/{job['id']}")
+        expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)
+        page.get_by_label("Live refresh").uncheck()  # the page still offers Pause...
+        aborted = http.put(f"/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
+        assert aborted.status_code == 200, aborted.text
+        page.get_by_role("button", name="Pause").click()  # ...which the API now refuses
+        confirm(page)
+        alert = page.get_by_role("alert")
+        expect(alert).to_contain_text("Illegal status transition from ABORTED to PAUSED")
+        expect(alert).to_contain_text("ILLEGAL_JOB_STATUS_TRANSITION")
+        expect(page.locator("#job-status")).to_have_text("ABORTED")
+
+
+def jobnik_manager(url: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "jobnik_manager.cli", *args],
+        env={**os.environ, "JOBNIK_DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_with_auth_on_the_page_asks_for_a_token_and_keeps_it_in_the_tab(  # type: ignore[no-untyped-def]
+    page, tmp_path: Path
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path}/j.db"
+    jobnik_manager(url, "migrate")
+    token = jobnik_manager(url, "tokens", "create", "--name", "ops", "--role", "admin")
+    with manager_process(url, log=tmp_path / "m.log", JOBNIK_AUTH="on") as base:
+        with httpx.Client(base_url=base, headers={"authorization": f"Bearer {token}"}) as http:
+            job = create_job(http, [{"type": "T7", "data": {}, "tasks": [{"data": {}}]}])
+        page.goto(f"{base}/ui")
+        dialog = page.locator("dialog#token-dialog")
+        expect(dialog).to_be_visible(timeout=WAIT)
+        expect(page.get_by_role("alert")).to_contain_text("a bearer token is required")
+        page.get_by_label("Bearer token").fill("jnk_wrong")
+        dialog.get_by_role("button", name="Use token").click()
+        expect(dialog.get_by_role("alert")).to_have_text("the token is not valid", timeout=WAIT)
+        page.get_by_label("Bearer token").fill(token)
+        dialog.get_by_role("button", name="Use token").click()
+        expect(page.get_by_role("link", name=job["name"])).to_be_visible(timeout=WAIT)
+        assert page.evaluate("sessionStorage.getItem('jobnik.token')") == token
+        assert page.evaluate("localStorage.length") == 0
