@@ -181,3 +181,16 @@ def test_with_auth_on_the_page_asks_for_a_token_and_keeps_it_in_the_tab(  # type
         expect(page.get_by_role("link", name=job["name"])).to_be_visible(timeout=WAIT)
         assert page.evaluate("sessionStorage.getItem('jobnik.token')") == token
         assert page.evaluate("localStorage.length") == 0
+
+
+def test_the_stage_types_page_shows_the_queues(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
+    with httpx.Client(base_url=manager_url, timeout=10) as http:
+        create_job(http, [{"type": "T8", "data": {}, "tasks": [{"data": {}}] * 3}])
+        claimed = http.patch("/v1/stages/T8/tasks/dequeue")
+        assert claimed.status_code == 200, claimed.text
+    page.goto(f"{manager_url}/ui")
+    page.get_by_role("link", name="Stage types").click()
+    row = page.locator('tr[data-stage-type="T8"]')
+    expect(row.locator(".waiting")).to_have_text("2", timeout=WAIT)
+    expect(row.locator(".in-flight")).to_have_text("1")
+    assert page.offsite.urls == []

@@ -90,6 +90,7 @@ CASES = [
     Case("dequeue", "PATCH", f"/v1/stages/{A}/tasks/dequeue", WORKERS),
     Case("claim", "POST", "/v1/tasks/claim", WORKERS, {"stageTypes": [A]}),
     Case("list tasks", "GET", "/v1/tasks", LISTERS),
+    Case("stage types", "GET", "/v1/stage-types", LISTERS),
     Case("read task", "GET", "/v1/tasks/{task}", READERS),
     Case("heartbeat", "POST", "/v1/tasks/{task}/heartbeat", WORKERS, {"leaseId": LEASE}),
     Case(

@@ -19,7 +19,7 @@ from .api.errors import install_error_handlers, route_methods
 from .api.fast_lane import FastLane
 from .api.guard import InputGuard
 from .api.openapi import install_openapi
-from .api.routes import health, jobs, stages, tasks, tokens, ui
+from .api.routes import health, jobs, stage_types, stages, tasks, tokens, ui
 from .db.engine import Database, TransactionHook
 from .dispatch.outbox import Outbox
 from .dispatch.relay import Relay
@@ -86,12 +86,12 @@ def create_app(
     install_error_handlers(app)
     install_openapi(app)
     # What a 405's Allow and the documented-method check read (api/errors.py).
-    routers = [m.router for m in (health, jobs, stages, tasks, tokens)]
+    routers = [m.router for m in (health, jobs, stages, stage_types, tasks, tokens)]
     app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
     app.include_router(ui.router)  # the dashboard at /ui
     app.mount(ui.ASSETS_PATH, ui.assets(), name="ui-assets")
-    for module in (jobs, stages, tasks, tokens):
+    for module in (jobs, stages, stage_types, tasks, tokens):
         app.include_router(
             module.router,
             dependencies=[Depends(documented_method), Depends(known_query_only)],

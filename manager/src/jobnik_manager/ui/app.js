@@ -1,5 +1,6 @@
 // Jobnik dashboard: plain JavaScript over the manager's REST API, no build step.
-// Routes (in the URL's hash): #/jobs?status=&priority=&name=&page=  and  #/jobs/<id>
+// Routes (in the URL's hash): #/jobs?status=&priority=&name=&page=, #/jobs/<id> and
+// #/stage-types
 "use strict";
 
 const STATUSES = ["PENDING", "IN_PROGRESS", "PAUSED", "COMPLETED", "FAILED", "ABORTED"];
@@ -441,6 +442,47 @@ function jobPage(jobId) {
   return { refresh };
 }
 
+// ---- stage types ---------------------------------------------------------------------
+
+function age(seconds) {
+  if (seconds === null || seconds === undefined) return "—";
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+}
+
+function stageTypesPage() {
+  const box = h("section", { "aria-labelledby": "types-heading" });
+  view.replaceChildren(h("h1", { id: "types-heading" }, "Stage types"),
+    h("p", { class: "muted" }, "Work in stages that may run: tasks waiting to be claimed, tasks in flight, and how long the oldest has waited."),
+    box);
+  document.title = "Stage types · Jobnik";
+
+  async function refresh() {
+    let data;
+    try {
+      data = await api("GET", "/v1/stage-types");
+    } catch (err) {
+      keepFocus(() => box.replaceChildren(errorBox(err)));
+      return;
+    }
+    const rows = data.items.map((t) => h("tr", { "data-stage-type": t.type },
+      h("th", { scope: "row", class: "mono" }, t.type),
+      h("td", { class: "num waiting" }, t.waiting),
+      h("td", { class: "num in-flight" }, t.inFlight),
+      h("td", { class: "num" }, t.expiring),
+      h("td", { class: "num" }, age(t.oldestWaitingSeconds))));
+    keepFocus(() => box.replaceChildren(data.items.length
+      ? h("div", { class: "table-wrap" }, h("table", {},
+        h("caption", { class: "visually-hidden" }, "Stage types"),
+        h("thead", {}, h("tr", {}, ["Stage type", "Waiting", "In flight", "Lease expiring", "Oldest waiting"].map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", {}, rows)))
+      : h("p", {}, "No stage has work to hand out.")));
+    say(`${data.total} stage types with work`);
+  }
+  return { refresh };
+}
+
 // ---- routing -------------------------------------------------------------------------
 
 async function route() {
@@ -448,7 +490,7 @@ async function route() {
   const [path, search] = hash.slice(1).split("?");
   const params = new URLSearchParams(search || "");
   const match = path.match(/^\/jobs\/([0-9a-fA-F-]{36})$/);
-  const page = match ? jobPage(match[1]) : jobsPage(params);
+  const page = match ? jobPage(match[1]) : path === "/stage-types" ? stageTypesPage() : jobsPage(params);
   current = page;
   await page.refresh();
   if (current === page) schedule();
