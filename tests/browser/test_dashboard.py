@@ -194,3 +194,29 @@ def test_the_stage_types_page_shows_the_queues(page, manager_url: str) -> None: 
     expect(row.locator(".waiting")).to_have_text("2", timeout=WAIT)
     expect(row.locator(".in-flight")).to_have_text("1")
     assert page.offsite.urls == []
+
+
+def test_usable_by_keyboard_and_at_375_px(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
+    with httpx.Client(base_url=manager_url, timeout=10) as http:
+        job = create_job(http, [{"type": "T9", "data": {}, "tasks": [{"data": {}}]}])
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto(f"{manager_url}/ui")
+    expect(page.get_by_role("heading", name="Jobs")).to_be_visible(timeout=WAIT)
+    page.get_by_label("Name").focus()
+    page.keyboard.type(job["name"])
+    page.keyboard.press("Enter")  # the filters are a form
+    link = page.get_by_role("link", name=job["name"])
+    expect(link).to_be_visible(timeout=WAIT)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    link.focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", level=1)).to_have_text(job["name"], timeout=WAIT)
+    pause = page.get_by_role("button", name="Pause")
+    pause.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("dialog#confirm")).to_be_visible()
+    page.keyboard.press("Escape")  # cancels
+    expect(page.locator("dialog#confirm")).to_be_hidden()
+    expect(page.locator("#job-status")).to_have_text("PENDING")
+    wide = page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= 375, f"the page is {wide} px wide at 375 px"
