@@ -198,7 +198,9 @@ function jobsPage(params) {
   };
   const go = (changes) => {
     const next = { ...filters, ...changes };
-    location.hash = `#/jobs${query({ status: next.status, priority: next.priority, name: next.name, page: next.page > 1 ? next.page : "" })}`;
+    const hash = `#/jobs${query({ status: next.status, priority: next.priority, name: next.name, page: next.page > 1 ? next.page : "" })}`;
+    if (hash === location.hash) route();  // the same search again: answer it now
+    else location.hash = hash;
   };
 
   const nameInput = h("input", { id: "f-name", type: "search", value: filters.name, minlength: "2", maxlength: "50", placeholder: "exact job name", "data-key": "f-name" });
