@@ -16,16 +16,19 @@ def by_type(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
 async def test_waiting_in_flight_and_the_oldest_waiting_by_stage_type(api: Api) -> None:
     first, second = unique("types-a"), unique("types-b")
     job = await api.create_job()
-    stage = await api.create_stage(job["id"], first)
-    await api.create_tasks(stage["id"], 3)
+    stage = await api.create_stage(job["id"], first, allowedFailures=1)
+    await api.create_tasks(stage["id"], 4)
     waiting = await api.create_stage(job["id"], second, waiting=True)
     await api.create_tasks(waiting["id"], 2)
+    failing = await api.dequeue(first)
+    assert failing is not None
+    await api.call("PUT", f"/v1/tasks/{failing['id']}/status", json={"status": "FAILED"})
     assert await api.dequeue(first) is not None
 
     types = by_type(await api.call("GET", "/v1/stage-types"))
     assert set(types) >= {first}
     seen = types[first]
-    assert (seen["waiting"], seen["inFlight"], seen["expiring"]) == (2, 1, 0)
+    assert (seen["waiting"], seen["inFlight"], seen["expiring"], seen["failed"]) == (2, 1, 0, 1)
     assert seen["oldestWaitingSeconds"] >= 0
     assert second not in types  # its stage may not run yet: nothing a worker could claim
 

@@ -27,6 +27,7 @@ class State:
     ready: dict[str, int] = field(default_factory=dict)
     oldest_ready_age: dict[str, float] = field(default_factory=dict)
     in_flight: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, int] = field(default_factory=dict)  # in stages that may run
     expiring: dict[str, int] = field(default_factory=dict)
     jobs: dict[str, int] = field(default_factory=dict)
     stages: dict[str, int] = field(default_factory=dict)
@@ -47,14 +48,16 @@ async def _read(s: AsyncSession) -> State:
             STAGES.c.type,
             func.sum(case((job_may_run, STAGES.c.pending + STAGES.c.retried), else_=0)),
             func.sum(STAGES.c.in_progress),
+            func.sum(STAGES.c.failed),
         )
         .join(JOBS, JOBS.c.id == STAGES.c.job_id)
         .where(STAGES.c.status.in_([st.value for st in _MAY_RUN]))
         .group_by(STAGES.c.type)
     )
-    for stage_type, ready, running in queues:
+    for stage_type, ready, running, failed in queues:
         state.ready[stage_type] = int(ready or 0)
         state.in_flight[stage_type] = int(running or 0)
+        state.failed[stage_type] = int(failed or 0)
     waiting = sorted(t for t, n in state.ready.items() if n)
     if waiting:
         for stage_type, oldest in (await _oldest_ready(s, waiting)).items():

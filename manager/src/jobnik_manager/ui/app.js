@@ -456,7 +456,7 @@ function age(seconds) {
 function stageTypesPage() {
   const box = h("section", { "aria-labelledby": "types-heading" });
   view.replaceChildren(h("h1", { id: "types-heading" }, "Stage types"),
-    h("p", { class: "muted" }, "Work in stages that may run: tasks waiting to be claimed, tasks in flight, and how long the oldest has waited."),
+    h("p", { class: "muted" }, "Work in stages that may run: tasks waiting to be claimed, tasks in flight, failed tasks, and how long the oldest has waited."),
     box);
   document.title = "Stage types · Jobnik";
 
@@ -473,11 +473,12 @@ function stageTypesPage() {
       h("td", { class: "num waiting" }, t.waiting),
       h("td", { class: "num in-flight" }, t.inFlight),
       h("td", { class: "num" }, t.expiring),
+      h("td", { class: "num failed" }, t.failed),
       h("td", { class: "num" }, age(t.oldestWaitingSeconds))));
     keepFocus(() => box.replaceChildren(data.items.length
       ? h("div", { class: "table-wrap" }, h("table", {},
         h("caption", { class: "visually-hidden" }, "Stage types"),
-        h("thead", {}, h("tr", {}, ["Stage type", "Waiting", "In flight", "Lease expiring", "Oldest waiting"].map((c) => h("th", { scope: "col" }, c)))),
+        h("thead", {}, h("tr", {}, ["Stage type", "Waiting", "In flight", "Lease expiring", "Failed", "Oldest waiting"].map((c) => h("th", { scope: "col" }, c)))),
         h("tbody", {}, rows)))
       : h("p", {}, "No stage has work to hand out.")));
     say(`${data.total} stage types with work`);

@@ -19,6 +19,7 @@ class StageTypeOut(Outbound):
     waiting: int  # PENDING or RETRIED tasks that a worker could claim now
     in_flight: int  # IN_PROGRESS tasks
     expiring: int  # in flight, their lease running out within seconds
+    failed: int  # FAILED tasks of its stages that may still run (partial success)
     oldest_waiting_seconds: float | None = None
 
 
@@ -38,6 +39,7 @@ async def stage_types(db: DatabaseDep) -> StageTypesOut:
             waiting=state.ready.get(name, 0),
             in_flight=state.in_flight.get(name, 0),
             expiring=state.expiring.get(name, 0),
+            failed=state.failed.get(name, 0),
             oldest_waiting_seconds=state.oldest_ready_age.get(name),
         )
         for name in names
