@@ -16,13 +16,11 @@ import sys
 import time
 from typing import Any
 
-import asyncpg  # type: ignore[import-untyped]
 import httpx
-from bench_rows import TRACEPARENT
+from bench_rows import TRACEPARENT, fresh_database
 from sqlalchemy import text
 
 from jobnik_manager.app import create_app
-from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.domain.summary import COUNTERS
 from jobnik_manager.settings import Settings
@@ -53,18 +51,6 @@ _FILL = text(
     "  {zeros}"
     " FROM made".format(counters=", ".join(COUNTERS), zeros=", ".join("0" for _ in COUNTERS))
 )
-
-
-async def fresh_database() -> str:
-    conn = await asyncpg.connect("postgresql://postgres@127.0.0.1:5432/postgres")
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{NAME}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{NAME}"')
-    finally:
-        await conn.close()
-    url = f"{BASE}/{NAME}"
-    await asyncio.to_thread(migrate.upgrade, url)
-    return url
 
 
 async def fill(db: Database, jobs: int) -> None:
@@ -124,7 +110,7 @@ async def main() -> int:
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
-    url = await fresh_database()
+    url = await fresh_database(NAME)
     db = Database(url)
     began = time.perf_counter()
     await fill(db, args.jobs)

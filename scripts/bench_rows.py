@@ -3,15 +3,19 @@ stage, to hold tasks that are claimable or finished long ago."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import datetime
 
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from jobnik_manager.db import migrate
 from jobnik_manager.db.models import Job, Stage
 from jobnik_manager.domain.summary import Summary
 
+POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432"
 TRACEPARENT = "00-" + "0" * 32 + "-" + "0" * 16 + "-01"
 
 
@@ -39,3 +43,16 @@ async def add_job_and_stage(
         )
     )
     return job_id, stage_id
+
+
+async def fresh_database(name: str) -> str:
+    """A PostgreSQL database of this name, dropped and made anew, at the latest revision."""
+    conn = await asyncpg.connect("postgresql://postgres@127.0.0.1:5432/postgres")
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    url = f"{POSTGRES}/{name}"
+    await asyncio.to_thread(migrate.upgrade, url)
+    return url

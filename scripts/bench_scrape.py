@@ -16,13 +16,11 @@ import statistics
 import time
 from datetime import UTC, datetime
 
-import asyncpg  # type: ignore[import-untyped]
 import httpx
-from bench_rows import TRACEPARENT, add_job_and_stage
+from bench_rows import TRACEPARENT, add_job_and_stage, fresh_database
 from sqlalchemy import text
 
 from jobnik_manager.app import create_app
-from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings
 
@@ -36,18 +34,6 @@ _TASKS = text(
     " SELECT gen_random_uuid(), :stage, :job, :type, 2, :claimable, :status, 0, 1, '{}', '{}',"
     " :tp, :now, :now, :ended, :ended FROM generate_series(1, :n)"
 )
-
-
-async def fresh_database() -> str:
-    conn = await asyncpg.connect("postgresql://postgres@127.0.0.1:5432/postgres")
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{NAME}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{NAME}"')
-    finally:
-        await conn.close()
-    url = f"{BASE}/{NAME}"
-    await asyncio.to_thread(migrate.upgrade, url)
-    return url
 
 
 async def fill(db: Database, tasks: int) -> None:
@@ -110,7 +96,7 @@ async def main() -> None:
     parser.add_argument("--tasks", type=int, default=1_000_000)
     parser.add_argument("--scrapes", type=int, default=50)
     args = parser.parse_args()
-    url = await fresh_database()
+    url = await fresh_database(NAME)
     db = Database(url)
     app = create_app(Settings(database_url=url, maintenance=False), database=db)
     transport = httpx.ASGITransport(app=app)

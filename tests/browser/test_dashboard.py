@@ -5,9 +5,6 @@ a job page go to build/screenshots/."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from ..support.api import unique
-from ..support.processes import ROOT, manager_process
+from ..support.processes import ROOT, manager_command, manager_process
 
 pytestmark = pytest.mark.e2e
 
@@ -148,24 +145,12 @@ def test_an_api_refusal_is_shown_as_the_api_words_it(page, manager_url: str) -> 
         expect(page.locator("#job-status")).to_have_text("ABORTED")
 
 
-def jobnik_manager(url: str, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "jobnik_manager.cli", *args],
-        env={**os.environ, "JOBNIK_DATABASE_URL": url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
 def test_with_auth_on_the_page_asks_for_a_token_and_keeps_it_in_the_tab(  # type: ignore[no-untyped-def]
     page, tmp_path: Path
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path}/j.db"
-    jobnik_manager(url, "migrate")
-    token = jobnik_manager(url, "tokens", "create", "--name", "ops", "--role", "admin")
+    manager_command(url, "migrate")
+    token = manager_command(url, "tokens", "create", "--name", "ops", "--role", "admin")
     with manager_process(url, log=tmp_path / "m.log", JOBNIK_AUTH="on") as base:
         with httpx.Client(base_url=base, headers={"authorization": f"Bearer {token}"}) as http:
             job = create_job(http, [{"type": "T7", "data": {}, "tasks": [{"data": {}}]}])

@@ -15,30 +15,18 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..support.processes import ROOT, manager_process
+from ..support.processes import ROOT, manager_command, manager_process
 
 pytestmark = pytest.mark.e2e  # manager processes and the command line
-
-
-def jobnik_manager(url: str, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "jobnik_manager.cli", *args],
-        env={**os.environ, "JOBNIK_DATABASE_URL": url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def test_a_revoked_token_stops_at_once_on_every_replica_and_is_never_logged(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    token = jobnik_manager(postgres_url, "tokens", "create", "--name", "ops", "--role", "operator")
+    token = manager_command(postgres_url, "tokens", "create", "--name", "ops", "--role", "operator")
     token = token.strip()
     assert token.startswith("jnk_") and len(token) > 40
-    listed = jobnik_manager(postgres_url, "tokens", "list")
+    listed = manager_command(postgres_url, "tokens", "list")
     assert "ops\toperator" in listed and token not in listed
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     env = {"JOBNIK_AUTH": "on", "JOBNIK_LOG_FORMAT": "json", "JOBNIK_LOG_LEVEL": "debug"}
@@ -53,7 +41,7 @@ def test_a_revoked_token_stops_at_once_on_every_replica_and_is_never_logged(
             refused = httpx.get(f"{base}/v1/jobs", headers={"authorization": f"Bearer {token}x"})
             assert refused.status_code == 401
             bodies.append(refused.text)
-        jobnik_manager(postgres_url, "tokens", "revoke", "ops")
+        manager_command(postgres_url, "tokens", "revoke", "ops")
         for base in (a, b):
             gone = httpx.get(f"{base}/v1/jobs", headers=bearer)
             assert (gone.status_code, gone.json()["code"]) == (401, "UNAUTHORIZED")

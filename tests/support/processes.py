@@ -112,3 +112,16 @@ def module_process(module: str, log: Path, **env: str) -> Iterator[subprocess.Po
         yield proc
     finally:
         stop(proc)
+
+
+def manager_command(database_url: str, *args: str) -> str:
+    """`jobnik-manager ARGS` on this database, run to its end; what it printed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "jobnik_manager.cli", *args],
+        env={**os.environ, "JOBNIK_DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 import typer
@@ -18,48 +19,40 @@ def _done(message: str) -> None:
     output.stdout().print(message, soft_wrap=True)
 
 
+def _steer(
+    url: str, token: str | None, call: Callable[[JobnikClient], Awaitable[object]], said: str
+) -> None:
+    """Make one call of the client; say `said` once it is done."""
+
+    async def work(client: JobnikClient) -> None:
+        await call(client)
+
+    run(Manager(url, token), work)
+    _done(said)
+
+
 def approve(
     stage_id: Annotated[str, typer.Argument(metavar="STAGE", help="The WAITING stage's id.")],
     url: Url = DEFAULT,
     token: Token = None,
 ) -> None:
     """Let a WAITING stage run."""
-
-    async def work(client: JobnikClient) -> None:
-        await client.approve_stage(stage_id)
-
-    run(Manager(url, token), work)
-    _done(f"stage {stage_id} approved")
+    _steer(url, token, lambda client: client.approve_stage(stage_id), f"stage {stage_id} approved")
 
 
 def pause(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
     """Stop handing out the job's tasks (running ones may still report)."""
-
-    async def work(client: JobnikClient) -> None:
-        await client.pause(job_id)
-
-    run(Manager(url, token), work)
-    _done(f"job {job_id} paused")
+    _steer(url, token, lambda client: client.pause(job_id), f"job {job_id} paused")
 
 
 def resume(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
     """Resume a paused job."""
-
-    async def work(client: JobnikClient) -> None:
-        await client.resume(job_id)
-
-    run(Manager(url, token), work)
-    _done(f"job {job_id} resumed")
+    _steer(url, token, lambda client: client.resume(job_id), f"job {job_id} resumed")
 
 
 def abort(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
     """Abort the job: its unfinished stages and tasks become ABORTED."""
-
-    async def work(client: JobnikClient) -> None:
-        await client.abort(job_id)
-
-    run(Manager(url, token), work)
-    _done(f"job {job_id} aborted")
+    _steer(url, token, lambda client: client.abort(job_id), f"job {job_id} aborted")
 
 
 def priority(
