@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import os
 import re
 import tempfile
@@ -55,6 +56,10 @@ async def _amqp_ping(url: str) -> None:
     connection = await aio_pika.connect(url, timeout=5)
     await connection.close()
 
+
+# A test process makes and drops many objects (apps, engines, models, answers): with the
+# collector's default thresholds its young-generation passes cost several percent of a run.
+gc.set_threshold(50_000, 20, 100)
 
 # Modules of slow tests alone whose collection itself is costly (the fuzzer builds its
 # cases as it collects, seconds in each test process): left out of runs that cannot
