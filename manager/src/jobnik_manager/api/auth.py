@@ -21,7 +21,17 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from jobnik_sdk.logs import log_context
 
 from ..db.engine import Database
-from ..domain.auth import Action, Facts, Principal, Role, act_as, acting, allows, stop_acting
+from ..domain.auth import (
+    Action,
+    Facts,
+    Principal,
+    Role,
+    act_as,
+    acting,
+    allows,
+    needs_facts,
+    stop_acting,
+)
 from ..observe.http import RouteTemplates
 from ..services import ownership, tokens
 from .errors import error_body
@@ -40,7 +50,14 @@ _OPEN = {
 }
 # The documents' own files (scripts, styles).
 _OPEN_PREFIXES = ("/static-offline-docs/", "/ui/assets/")
-_MAX_PEEK = 1024 * 1024  # batch bodies are far smaller; larger ones are the route's to refuse
+_MAX_PEEK = 1024 * 1024
+# Routes whose body names what the rule needs: stage types, task ids, a cancel.
+_BODY_ROUTES = {
+    "/v1/tasks/claim",
+    "/v1/tasks/heartbeats",
+    "/v1/tasks/reports",
+    "/v1/tasks/{taskId}/status",
+}  # batch bodies are far smaller; larger ones are the route's to refuse
 
 # (method, route template) -> what the request does.
 ACTIONS: dict[tuple[str, str], Action] = {
@@ -105,28 +122,27 @@ class Authenticator:
         if scope["type"] != "http" or path in self.open or path.startswith(_OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
-        db: Database = self.api.state.database
         token = _bearer(scope)
-        principal = None if token is None else await db.transaction(_principal_of(token))
-        if principal is None:
-            said = "a bearer token is required" if token is None else "the token is not valid"
-            await _refuse(scope, receive, send, 401, "UNAUTHORIZED", said)
+        if token is None:
+            await _refuse(scope, receive, send, 401, "UNAUTHORIZED", "a bearer token is required")
             return
-        route, params = self.routes.match(scope["path"])
+        route, params = self.routes.match(path)
         action = ACTIONS.get((scope["method"], route))
-        if action is None:  # no such route: the app answers 404 or 405
-            await self._run(principal, scope, receive, send)
-            return
         body = b""
-        complete = True
-        if route in ("/v1/tasks/claim", "/v1/tasks/heartbeats", "/v1/tasks/reports") or (
-            route == "/v1/tasks/{taskId}/status"
-        ):
+        if action is not None and route in _BODY_ROUTES:
             body, complete = await read_body(receive, _MAX_PEEK)
             receive = replay(body, complete, receive)
             if route == "/v1/tasks/{taskId}/status" and _field(body, "status") == "ABORTED":
                 action = Action.CONTROL
-        facts = await db.transaction(_facts(route, params, body))
+        # One transaction: the token, and what the rule needs of the entity named.
+        db: Database = self.api.state.database
+        principal, facts = await db.transaction(_lookup(token, action, route, params, body))
+        if principal is None:
+            await _refuse(scope, receive, send, 401, "UNAUTHORIZED", "the token is not valid")
+            return
+        if action is None:  # no such route: the app answers 404 or 405
+            await self._run(principal, scope, receive, send)
+            return
         if not allows(principal, action, facts):
             said = f"a {principal.role} token may not do this ({action} {route})"
             await _refuse(scope, receive, send, 403, "FORBIDDEN", said)
@@ -151,37 +167,37 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-def _principal_of(token: str) -> Callable[[AsyncSession], Awaitable[Principal | None]]:
-    async def find(s: AsyncSession) -> Principal | None:
-        return await tokens.principal_of(s, token)
+def _lookup(
+    token: str, action: Action | None, route: str, params: dict[str, str], body: bytes
+) -> Callable[[AsyncSession], Awaitable[tuple[Principal | None, Facts]]]:
+    async def find(s: AsyncSession) -> tuple[Principal | None, Facts]:
+        principal = await tokens.principal_of(s, token)
+        if principal is None or action is None or not needs_facts(principal, action):
+            return principal, Facts()
+        return principal, await _facts(s, route, params, body)
 
     return find
 
 
-def _facts(
-    route: str, params: dict[str, str], body: bytes
-) -> Callable[[AsyncSession], Awaitable[Facts]]:
-    async def find(s: AsyncSession) -> Facts:
-        if route == "/v1/stages/{stageType}/tasks/dequeue":
-            return Facts(True, None, frozenset([params["stageType"]]))
-        if route == "/v1/tasks/claim":
-            types = _listed(_field(body, "stageTypes"))
-            return Facts(True, None, frozenset(t for t in types if isinstance(t, str)))
-        if route in ("/v1/tasks/heartbeats", "/v1/tasks/reports"):
-            items = _listed(_field(body, route.rpartition("/")[2]))
-            return await ownership.of_tasks(
-                s, _ids(i.get("taskId") for i in items if isinstance(i, dict))
-            )
-        named = {k: _ids([v]) for k, v in params.items()}
-        if named.get("taskId"):
-            return await ownership.of_tasks(s, named["taskId"])
-        if named.get("stageId"):
-            return await ownership.of_stage(s, named["stageId"][0])
-        if named.get("jobId"):
-            return await ownership.of_job(s, named["jobId"][0])
-        return Facts()
-
-    return find
+async def _facts(s: AsyncSession, route: str, params: dict[str, str], body: bytes) -> Facts:
+    if route == "/v1/stages/{stageType}/tasks/dequeue":
+        return Facts(True, None, frozenset([params["stageType"]]))
+    if route == "/v1/tasks/claim":
+        types = _listed(_field(body, "stageTypes"))
+        return Facts(True, None, frozenset(t for t in types if isinstance(t, str)))
+    if route in ("/v1/tasks/heartbeats", "/v1/tasks/reports"):
+        items = _listed(_field(body, route.rpartition("/")[2]))
+        return await ownership.of_tasks(
+            s, _ids(i.get("taskId") for i in items if isinstance(i, dict))
+        )
+    named = {k: _ids([v]) for k, v in params.items()}
+    if named.get("taskId"):
+        return await ownership.of_tasks(s, named["taskId"])
+    if named.get("stageId"):
+        return await ownership.of_stage(s, named["stageId"][0])
+    if named.get("jobId"):
+        return await ownership.of_job(s, named["jobId"][0])
+    return Facts()
 
 
 def _field(body: bytes, name: str) -> Any:

@@ -77,6 +77,16 @@ _BY_ROLE = {
 }
 
 
+def needs_facts(principal: Principal, action: Action) -> bool:
+    """Whether `allows` depends on the facts for this principal and action (it does not
+    for what the role may never do, nor for admins, operators and unlimited workers)."""
+    if action not in _BY_ROLE[principal.role]:
+        return False
+    return principal.role is Role.PRODUCER or (
+        principal.role is Role.WORKER and bool(principal.stage_types)
+    )
+
+
 def allows(principal: Principal, action: Action, facts: Facts) -> bool:
     """Whether `principal` may do `action` to what `facts` describe."""
     if action not in _BY_ROLE[principal.role]:
