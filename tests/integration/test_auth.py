@@ -1,9 +1,11 @@
 """JOBNIK_AUTH=on, over HTTP on both backends: every (role, endpoint) pair is allowed or
 refused (401 without a live token, 403 for what the role may not do) as docs/auth.md
-says, and a refused call changes nothing."""
+says, and a refused call changes nothing; the app's lifespan (its background loops)
+starts with auth on."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -11,8 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy import func, select
 
+from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Job, Stage, Task
 from jobnik_manager.domain.auth import Role
@@ -299,3 +303,34 @@ async def test_an_admin_manages_tokens_over_the_api(authed: Authed) -> None:
     assert (await authed.http.get("/v1/jobs", headers=fresh)).status_code == 401
     gone = await authed.call("admin", "DELETE", "/v1/tokens/new-ops")
     assert (gone.status_code, gone.json()["code"]) == (404, "TOKEN_NOT_FOUND")
+
+
+async def lifespan(app: Any) -> list[str]:
+    """Start `app` and stop it as a server does; the lifespan messages it sent back."""
+    sent: list[str] = []
+    started = asyncio.Event()
+
+    async def receive() -> dict[str, str]:
+        if not sent:
+            return {"type": "lifespan.startup"}
+        await started.wait()
+        return {"type": "lifespan.shutdown"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message["type"])
+        started.set()
+
+    scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+    await asyncio.wait_for(app(scope, receive, send), 10)
+    return sent
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
+async def test_the_apps_lifespan_runs_with_auth_on_through_every_middleware(
+    db: Database, traced: bool
+) -> None:
+    # The lifespan starts the reaper, retries, schedules and relay: a middleware that
+    # fails on a lifespan scope leaves a server answering requests with none of them.
+    settings = Settings(database_url=db.url, auth="on", metrics=True, auth_metrics=True)
+    app = create_app(settings, database=db, tracer_provider=TracerProvider() if traced else None)
+    assert await lifespan(app) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]

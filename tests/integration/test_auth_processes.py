@@ -1,20 +1,27 @@
 """Authentication with manager processes: tokens made and revoked by the command line
 work, and stop working, at once on two replicas of one PostgreSQL database; nothing a
 run logs or answers holds a token or its hash; the parity suite passes with auth on,
-given an admin token."""
+given an admin token; the background loops (the lease reaper) run with auth on."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from jobnik_manager.db.engine import Database
+from jobnik_manager.domain.auth import Role
+from jobnik_manager.services import tokens
+
+from ..support.api import unique
 from ..support.processes import ROOT, manager_command, manager_process
 
 pytestmark = pytest.mark.e2e  # manager processes and the command line
@@ -77,3 +84,42 @@ def test_the_parity_suite_passes_with_auth_on(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout and "failed" not in done.stdout
+
+
+async def test_with_auth_on_the_reaper_retries_a_task_whose_lease_ran_out(pg_db: Database) -> None:
+    """The background loops run behind the authenticator: a claim whose 1 s lease runs
+    out unrenewed is reaped and its task RETRIED within seconds."""
+    made = {}
+    for name, role in (("maker", Role.PRODUCER), ("runner", Role.WORKER)):
+        made[name] = (
+            await pg_db.transaction(lambda s, n=name, r=role: tokens.create(s, n, r))
+        ).token
+    kind = unique("reaped")
+    env = {"JOBNIK_AUTH": "on", "JOBNIK_MAINTENANCE_INTERVAL": "0.2"}
+    with manager_process(pg_db.url, **env) as base:
+        async with httpx.AsyncClient(base_url=base) as http:
+
+            def as_(who: str) -> dict[str, str]:
+                return {"authorization": f"Bearer {made[who]}"}
+
+            job = {
+                "name": "reaped",
+                "data": {},
+                "stages": [{"type": kind, "data": {}, "tasks": [{"data": {}, "maxAttempts": 3}]}],
+            }
+            created = await http.post("/v1/jobs", json=job, headers=as_("maker"))
+            assert created.status_code == 201, created.text
+            claim = {"stageTypes": [kind], "leaseSeconds": 1}
+            claimed = await http.post("/v1/tasks/claim", json=claim, headers=as_("runner"))
+            [task] = claimed.json()["items"]
+            assert task["status"] == "IN_PROGRESS"
+            deadline = time.monotonic() + 10
+            while True:
+                read = await http.get(f"/v1/tasks/{task['id']}", headers=as_("maker"))
+                if read.json()["status"] != "IN_PROGRESS" or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+            assert read.json()["status"] == "RETRIED", read.text
+            events = await http.get(f"/v1/jobs/{created.json()['id']}/events", headers=as_("maker"))
+            reaped = [e for e in events.json()["items"] if e["toStatus"] == "RETRIED"]
+            assert [e["reason"] for e in reaped] == ["lease expired"]

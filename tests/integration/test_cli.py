@@ -1,4 +1,5 @@
-"""The command line: `serve` migrates the embedded SQLite default on first run."""
+"""The command line: `serve` migrates the embedded SQLite default on first run, and
+exits when the app's startup fails."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..support.processes import manager_process
+from ..support.processes import free_port, manager_process
 
 pytestmark = pytest.mark.e2e  # the manager's command line, run as a process
 
@@ -102,3 +103,52 @@ def test_cleanup_and_retention_refuse_a_malformed_duration(tmp_path: Path) -> No
     assert serve.returncode == 2
     assert serve.stderr.strip().startswith("jobnik-manager: JOBNIK_RETENTION:")
     assert len(serve.stderr.strip().splitlines()) == 1
+
+
+# `serve` with an app whose lifespan fails before the app's own code runs (a middleware
+# that cannot take a lifespan scope): the way its background loops would silently not run.
+_BROKEN_LIFESPAN = """
+from jobnik_manager import cli
+
+built = cli.served_app
+
+
+class NoLifespan:
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            raise KeyError("path")
+        await self.app(scope, receive, send)
+
+
+def served_app(settings=None):
+    app = built(settings)
+    app.add_middleware(NoLifespan)
+    return app
+
+
+cli.served_app = served_app
+cli.main(["serve"])
+"""
+
+
+def test_serve_exits_when_the_apps_startup_fails(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'startup.db'}"
+    env = {"JOBNIK_DATABASE_URL": url, "JOBNIK_PORT": str(free_port()), "PATH": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BROKEN_LIFESPAN],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _, errors = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, errors = proc.communicate()
+        pytest.fail(f"serve kept serving without its background work:\n{errors}")
+    assert proc.returncode != 0
+    assert "Application startup failed" in errors, errors

@@ -44,6 +44,9 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
     else:
         _refuse_unless_migrated(settings)
     log_config = uvicorn_log_config(settings.log_level.upper(), settings.log_format)
+    # lifespan="on": the lifespan starts the reaper, retries, schedules and relay, so a
+    # startup that fails stops the process (uvicorn's "auto" would log one INFO line and
+    # serve on without them).
     if workers > 1:
         with _shared_metrics(settings):
             # Each process builds its own app from the same environment.
@@ -55,6 +58,7 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
                 workers=workers,
                 log_level=settings.log_level,
                 log_config=log_config,
+                lifespan="on",
             )
         return
     app = served_app(settings)
@@ -70,6 +74,7 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
         log_level=settings.log_level,
         log_config=log_config,
         access_log=not demo,
+        lifespan="on",
     )
 
 

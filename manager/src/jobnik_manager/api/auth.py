@@ -118,8 +118,13 @@ class Authenticator:
         self.open = _OPEN | ({"/metrics"} if open_metrics else set())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # A lifespan scope has no path and must reach the app, which starts its
+        # background loops on it; a websocket finds no route there and is closed.
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         path = scope["path"]
-        if scope["type"] != "http" or path in self.open or path.startswith(_OPEN_PREFIXES):
+        if path in self.open or path.startswith(_OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
         token = _bearer(scope)
