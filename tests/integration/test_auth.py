@@ -1,7 +1,8 @@
 """JOBNIK_AUTH=on, over HTTP on both backends: every (role, endpoint) pair is allowed or
 refused (401 without a live token, 403 for what the role may not do) as docs/auth.md
-says, and a refused call changes nothing; the app's lifespan (its background loops)
-starts with auth on."""
+says, and a refused call changes nothing; a hostile body is refused 401 without a live
+token and 400 with one, never a 500, and a long one does not get past a rule; the app's
+lifespan (its background loops) starts with auth on."""
 
 from __future__ import annotations
 
@@ -334,3 +335,62 @@ async def test_the_apps_lifespan_runs_with_auth_on_through_every_middleware(
     settings = Settings(database_url=db.url, auth="on", metrics=True, auth_metrics=True)
     app = create_app(settings, database=db, tracer_provider=TracerProvider() if traced else None)
     assert await lifespan(app) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+# Bodies no parser should be trusted with: nesting past the parser's depth, spelled at
+# once and with containers closing on the way down, and text that is not JSON.
+HOSTILE = {
+    "deep": b'{"status": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "deep, closing on the way": b'{"status": ' + b"[[]," * 5000 + b"]" * 5000 + b"}",
+    "not JSON": b'{"status": "ABORTED", ',
+}
+
+
+async def test_a_hostile_body_is_refused_401_without_a_live_token_400_with_one(
+    authed: Authed,
+) -> None:
+    scene = await authed.scene()
+    before = await snapshot(authed.db)
+    calls = [
+        ("PUT", f"/v1/tasks/{scene.task}/status"),
+        ("POST", "/v1/tasks/claim"),
+        ("POST", "/v1/tasks/heartbeats"),
+        ("POST", "/v1/tasks/reports"),
+    ]
+    json_body = {"content-type": "application/json"}
+    for method, path in calls:
+        for name, body in HOSTILE.items():
+            for who in (None, "worker-a", "worker", "admin"):
+                headers = {"authorization": "Bearer jnk_nope", **json_body}
+                if who is not None:
+                    headers = {**authed.as_(who), **json_body}
+                answer = await authed.http.request(method, path, content=body, headers=headers)
+                expected = (401, "UNAUTHORIZED") if who is None else (400, "VALIDATION_ERROR")
+                said = (method, path, name, who, answer.text[:200])
+                assert (answer.status_code, answer.json()["code"]) == expected, said
+    assert await snapshot(authed.db) == before
+
+
+async def test_a_limited_worker_cannot_claim_past_its_stage_types_with_a_long_body(
+    authed: Authed,
+) -> None:
+    other = {
+        "name": "other",
+        "data": {},
+        "stages": [{"type": B, "data": {}, "tasks": [{"data": {}}]}],
+    }
+    assert (await authed.call("alice", "POST", "/v1/jobs", other)).status_code == 201
+    # Valid JSON, padded past what the authenticator once read of a body, and sent in
+    # chunks as a server hands it on.
+    padded = b'{"stageTypes": ["' + B.encode() + b'"]' + b" " * (2 * 1024 * 1024) + b"}"
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for at in range(0, len(padded), 65536):
+            yield padded[at : at + 65536]
+
+    headers = {**authed.as_("worker-a"), "content-type": "application/json"}
+    answer = await authed.http.post("/v1/tasks/claim", content=chunks(), headers=headers)
+    assert answer.status_code == 403, answer.text
+    assert answer.json()["code"] == "FORBIDDEN"
+    claimed = await authed.call("worker-b", "POST", "/v1/tasks/claim", {"stageTypes": [B]})
+    assert len(claimed.json()["items"]) == 1  # still there for a worker of its type

@@ -112,6 +112,8 @@ def create_app(
             api=app,
             templates=app.state.route_methods,
             open_metrics=not settings.auth_metrics,
+            max_body_bytes=settings.max_body_bytes,
+            max_body_values=settings.max_body_values,
         )
     if tracer_provider is not None:
         trace_database(given.engine.sync_engine, tracer_provider)

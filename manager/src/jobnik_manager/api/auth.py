@@ -4,6 +4,10 @@ names, decides whether that principal may make it (domain.auth). 401 without a l
 token, 403 for what its role may not do; the route itself then runs as usual, and reads
 who asks (`domain.auth.acting`) for what it creates, lists and records.
 
+A body that names what the rule needs (stage types, task ids, a cancel) is read whole
+and parsed only once the token is known to be live; one that cannot be read is refused
+as InputGuard would refuse it (400 VALIDATION_ERROR, 413), never raised as a 500.
+
 Probes, the API documents and (unless JOBNIK_AUTH_METRICS is on) /metrics stay open.
 """
 
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -34,6 +39,7 @@ from ..domain.auth import (
 )
 from ..observe.http import RouteTemplates
 from ..services import ownership, tokens
+from .body_scan import Refusal, invalid, larger_than, scan
 from .errors import error_body
 from .replay import read_body, replay
 
@@ -50,14 +56,9 @@ _OPEN = {
 }
 # The documents' own files (scripts, styles).
 _OPEN_PREFIXES = ("/static-offline-docs/", "/ui/assets/")
-_MAX_PEEK = 1024 * 1024
+_STATUS = "/v1/tasks/{taskId}/status"
 # Routes whose body names what the rule needs: stage types, task ids, a cancel.
-_BODY_ROUTES = {
-    "/v1/tasks/claim",
-    "/v1/tasks/heartbeats",
-    "/v1/tasks/reports",
-    "/v1/tasks/{taskId}/status",
-}  # batch bodies are far smaller; larger ones are the route's to refuse
+_BODY_ROUTES = {"/v1/tasks/claim", "/v1/tasks/heartbeats", "/v1/tasks/reports", _STATUS}
 
 # (method, route template) -> what the request does.
 ACTIONS: dict[tuple[str, str], Action] = {
@@ -110,12 +111,20 @@ def listing_owner() -> str | None:
 
 class Authenticator:
     def __init__(
-        self, app: ASGIApp, api: Any, templates: Iterable[str], open_metrics: bool = True
+        self,
+        app: ASGIApp,
+        api: Any,
+        templates: Iterable[str],
+        open_metrics: bool = True,
+        *,
+        max_body_bytes: int,
+        max_body_values: int,
     ) -> None:
         self.app = app
         self.api = api
         self.routes = RouteTemplates(templates)
         self.open = _OPEN | ({"/metrics"} if open_metrics else set())
+        self.limits = _Limits(max_body_bytes, max_body_values)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A lifespan scope has no path and must reach the app, which starts its
@@ -133,23 +142,31 @@ class Authenticator:
             return
         route, params = self.routes.match(path)
         action = ACTIONS.get((scope["method"], route))
-        body = b""
+        body = None
         if action is not None and route in _BODY_ROUTES:
-            body, complete = await read_body(receive, _MAX_PEEK)
-            receive = replay(body, complete, receive)
-            if route == "/v1/tasks/{taskId}/status" and _field(body, "status") == "ABORTED":
-                action = Action.CONTROL
+            # All of it, up to the most any route takes: a rule must not be decided on
+            # the part of a body it read. Its bytes only: parsing waits for a live token.
+            data, complete = await read_body(receive, self.limits.max_bytes)
+            receive = replay(data, complete, receive)
+            if not complete and len(data) <= self.limits.max_bytes:
+                return  # the client left before it sent its body: no one to answer
+            body = _Body(data, complete)
         # One transaction: the token, and what the rule needs of the entity named.
         db: Database = self.api.state.database
-        principal, facts = await db.transaction(_lookup(token, action, route, params, body))
+        found = await db.transaction(_lookup(token, action, route, params, body, self.limits))
+        principal = found.principal
         if principal is None:
             await _refuse(scope, receive, send, 401, "UNAUTHORIZED", "the token is not valid")
             return
-        if action is None:  # no such route: the app answers 404 or 405
+        if found.refusal is not None:
+            refusal = found.refusal
+            await _refuse(scope, receive, send, refusal.status, refusal.code, refusal.message)
+            return
+        if found.action is None:  # no such route: the app answers 404 or 405
             await self._run(principal, scope, receive, send)
             return
-        if not allows(principal, action, facts):
-            said = f"a {principal.role} token may not do this ({action} {route})"
+        if not allows(principal, found.action, found.facts):
+            said = f"a {principal.role} token may not do this ({found.action} {route})"
             await _refuse(scope, receive, send, 403, "FORBIDDEN", said)
             return
         await self._run(principal, scope, receive, send)
@@ -164,6 +181,49 @@ class Authenticator:
             stop_acting(token)
 
 
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """The app's limits on a body (InputGuard's), applied here to the bodies read."""
+
+    max_bytes: int
+    max_values: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Body:
+    data: bytes
+    complete: bool  # False: it went past the limit
+
+    def parsed(self, limits: _Limits) -> Any:
+        """Its JSON value, or the Refusal the guard and the route would answer it with:
+        what a client sends must not make the parser raise past here (a RecursionError
+        is a 500)."""
+        if not self.complete:
+            return larger_than(limits.max_bytes)
+        if not self.data:
+            return None  # the route words what is missing
+        refusal = scan(self.data, max_values=limits.max_values)
+        if refusal is not None:
+            return refusal
+        try:
+            return json.loads(self.data)
+        except json.JSONDecodeError as exc:
+            return invalid(f"{exc.pos}: JSON decode error")  # FastAPI's words for it
+        except (ValueError, RecursionError):  # nesting that closes on the way down
+            return invalid("There was an error parsing the body")
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """Who asks (None: no live token), what the request does and the facts the rule
+    needs of it; or why its body is refused."""
+
+    principal: Principal | None
+    action: Action | None = None
+    facts: Facts = field(default_factory=Facts)
+    refusal: Refusal | None = None
+
+
 def _bearer(scope: Scope) -> str | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
@@ -173,18 +233,35 @@ def _bearer(scope: Scope) -> str | None:
 
 
 def _lookup(
-    token: str, action: Action | None, route: str, params: dict[str, str], body: bytes
-) -> Callable[[AsyncSession], Awaitable[tuple[Principal | None, Facts]]]:
-    async def find(s: AsyncSession) -> tuple[Principal | None, Facts]:
+    token: str,
+    action: Action | None,
+    route: str,
+    params: dict[str, str],
+    body: _Body | None,
+    limits: _Limits,
+) -> Callable[[AsyncSession], Awaitable[_Found]]:
+    async def find(s: AsyncSession) -> _Found:
         principal = await tokens.principal_of(s, token)
-        if principal is None or action is None or not needs_facts(principal, action):
-            return principal, Facts()
-        return principal, await _facts(s, route, params, body)
+        if principal is None or action is None:
+            return _Found(principal, action)
+        doing, value = action, None
+        # The status route's body says whether it reports or cancels; the others' are
+        # read only when the rule depends on what they name.
+        if body is not None and (route == _STATUS or needs_facts(principal, action)):
+            value = body.parsed(limits)
+            if isinstance(value, Refusal):
+                return _Found(principal, action, refusal=value)
+            if route == _STATUS and _field(value, "status") == "ABORTED":
+                doing = Action.CONTROL
+        if not needs_facts(principal, doing):
+            return _Found(principal, doing)
+        return _Found(principal, doing, await _facts(s, route, params, value))
 
     return find
 
 
-async def _facts(s: AsyncSession, route: str, params: dict[str, str], body: bytes) -> Facts:
+async def _facts(s: AsyncSession, route: str, params: dict[str, str], body: Any) -> Facts:
+    """`body`: the request's parsed body, for the routes whose body names the tasks."""
     if route == "/v1/stages/{stageType}/tasks/dequeue":
         return Facts(True, None, frozenset([params["stageType"]]))
     if route == "/v1/tasks/claim":
@@ -205,14 +282,10 @@ async def _facts(s: AsyncSession, route: str, params: dict[str, str], body: byte
     return Facts()
 
 
-def _field(body: bytes, name: str) -> Any:
-    """A top-level field of a JSON body, None when there is none to read (the route then
+def _field(body: Any, name: str) -> Any:
+    """A top-level field of a parsed body, None when there is none (the route then
     answers what is wrong with the body)."""
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return None
-    return value.get(name) if isinstance(value, dict) else None
+    return body.get(name) if isinstance(body, dict) else None
 
 
 def _listed(value: Any) -> list[Any]:

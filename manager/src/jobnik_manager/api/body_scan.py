@@ -56,6 +56,13 @@ def too_large(message: str) -> Refusal:
     return Refusal(413, "PAYLOAD_TOO_LARGE", message)
 
 
+def larger_than(max_bytes: int) -> Refusal:
+    return too_large(
+        f"body: larger than {max_bytes:,} bytes, the most a request may carry; send the "
+        "work in several calls"
+    )
+
+
 def unstorable(text: str) -> str | None:
     """What in `text` cannot be stored (a NUL or a lone surrogate), or None."""
     found = _UNSTORABLE.search(text)

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .body_scan import Refusal, invalid, printable, scan, too_large, unstorable
+from .body_scan import Refusal, invalid, larger_than, printable, scan, unstorable
 from .errors import error_body
 from .replay import replay
 
@@ -67,10 +67,7 @@ class InputGuard:
                 return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), None
 
     def _too_large(self) -> Refusal:
-        return too_large(
-            f"body: larger than {self.max_body_bytes:,} bytes, the most a request may "
-            "carry; send the work in several calls"
-        )
+        return larger_than(self.max_body_bytes)
 
 
 def _request_line(scope: Scope) -> tuple[Refusal | None, int | None]:
