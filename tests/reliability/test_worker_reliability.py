@@ -1,6 +1,6 @@
 """Real manager and worker processes on PostgreSQL: a SIGKILLed worker's task is
-reclaimed, an abort reaches running handlers within a heartbeat, and a pause lets
-running tasks finish."""
+reclaimed, a signal stops every Worker of a process, an abort reaches running handlers
+within a heartbeat, and a pause lets running tasks finish."""
 
 from __future__ import annotations
 
@@ -195,6 +195,62 @@ async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
             assert (await http.get(f"/v1/jobs/{job_id}")).json()["status"] == "COMPLETED"
             log = await handed_over(http, job_id, task_id, "leaving", "staying")
             assert log[2]["reason"].startswith("handed back")
+    await assert_invariants(pg_db)
+
+
+async def paired_workers_running(
+    stack: ExitStack, url: str, http: httpx.AsyncClient, markers: Path, seconds: float, **env: str
+) -> tuple[list[str], subprocess.Popen[bytes]]:
+    """A task of `seconds` for each of two stage types, both running in one process of
+    two Workers (tests.reliability.paired_workers): the tasks' ids, and the process."""
+    kinds = [unique("pair"), unique("pair")]
+    jobs = [await job_with_tasks(http, kind, [seconds]) for kind in kinds]
+    settings = {"MARKER_MANAGER": url, "MARKER_STAGE_TYPES": ",".join(kinds), **env}
+    settings |= {"MARKER_DIR": str(markers), "MARKER_HEARTBEAT": str(HEARTBEAT)}
+    log = markers / "paired.log"
+    proc = stack.enter_context(module_process("tests.reliability.paired_workers", log, **settings))
+    await until_marked(markers, "started", 2)
+    return [job["stages"][0]["tasks"][0]["id"] for job in jobs], proc
+
+
+async def test_one_sigint_stops_both_workers_of_a_process(pg_db: Database, tmp_path: Path) -> None:
+    """Ctrl+C on a process running two Workers: both finish their running task, and the
+    process exits 0 (it used to stop one of them and then ignore every signal)."""
+    with ExitStack() as stack:
+        url = stack.enter_context(manager_process(pg_db.url))
+        async with httpx.AsyncClient(base_url=url) as http:
+            task_ids, proc = await paired_workers_running(stack, url, http, tmp_path, 1)
+            proc.send_signal(signal.SIGINT)
+            # The bound only keeps a failing test from hanging: the tasks end within 1 s.
+            assert proc.wait(timeout=10) == 0
+            assert set(markers_of(tmp_path, "finished")) == set(task_ids)
+            for task_id in task_ids:
+                assert (await http.get(f"/v1/tasks/{task_id}")).json()["status"] == "COMPLETED"
+    await assert_invariants(pg_db)
+
+
+async def test_sigterm_after_sigint_stops_both_workers_at_once(
+    pg_db: Database, tmp_path: Path
+) -> None:
+    """Two Workers in one process with an hour of grace: SIGINT has both wait for their
+    running task; a SIGTERM then cancels both handlers, both tasks are handed back with
+    no attempt spent, and the process exits 0."""
+    with ExitStack() as stack:
+        url = stack.enter_context(manager_process(pg_db.url))
+        async with httpx.AsyncClient(base_url=url) as http:
+            task_ids, proc = await paired_workers_running(
+                stack, url, http, tmp_path, 60, MARKER_GRACE="3600"
+            )
+            proc.send_signal(signal.SIGINT)
+            await asyncio.sleep(0.5)
+            assert proc.poll() is None, "the first signal waits for the running tasks"
+            assert not markers_of(tmp_path, "cancelled")
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+            assert set(markers_of(tmp_path, "cancelled")) == set(task_ids)
+            for task_id in task_ids:
+                task = (await http.get(f"/v1/tasks/{task_id}")).json()
+                assert (task["status"], task["attempts"]) == ("RETRIED", 0)
     await assert_invariants(pg_db)
 
 

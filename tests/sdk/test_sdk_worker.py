@@ -495,6 +495,27 @@ async def test_sigterm_starts_a_graceful_shutdown() -> None:
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
+async def test_workers_of_one_process_share_the_signals() -> None:
+    """A worker that stops first leaves the others listening; one SIGTERM then stops all
+    of them, and the last to return gives back the handlers that were there before."""
+    fake = FakeJobnik()
+    sigint_before = signal.getsignal(signal.SIGINT)
+
+    async def idle(data: dict[str, Any], ctx: TaskContext) -> None:
+        pass
+
+    workers = [worker(fake, unique("sig"), idle, handle_signals=True) for _ in range(3)]
+    runs = [asyncio.create_task(w.run()) for w in workers]
+    await asyncio.sleep(0.05)
+    # The one that started last: before, its stop took the handlers from the others.
+    await asyncio.wait_for(workers[-1].shutdown(), 5)
+    assert not any(run.done() for run in runs[:-1])
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.wait_for(asyncio.gather(*runs), 5)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is sigint_before
+
+
 # ---- against the manager ----------------------------------------------------------------
 
 

@@ -7,10 +7,9 @@ import logging
 import os
 import signal
 import socket
-import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 from datetime import timedelta
 from functools import partial
@@ -31,6 +30,7 @@ from ._metrics import Meter, serve, worker_metrics
 from ._models import Task, TaskStatus
 from ._prefetch import Prefetch
 from ._reporter import MAX_REPORTS, Reporter
+from ._signals import listen_for_stop
 from ._tracing import task_span, tracer
 from ._wakeup import Wakeups
 
@@ -63,7 +63,10 @@ class Worker(Generic[DataT]):
 
     `await worker.run()` claims and runs tasks until `await worker.shutdown()`, or
     SIGTERM/SIGINT when run in the main thread (`handle_signals=False` leaves signals
-    alone). `async with Worker(...)` runs it in the background for the block's length.
+    alone): one signal stops every Worker running in the process, a second one stops
+    them without waiting, and the signal handlers from before are back once the last
+    has returned. `async with Worker(...)` runs it in the background for the block's
+    length.
 
     Claims: one batch claim (`claim`) asks for as many tasks as there are free slots,
     of all the worker's stage types at once (in groups of 20, taken in turn), so the
@@ -306,7 +309,8 @@ class Worker(Generic[DataT]):
             raise RuntimeError("a Worker runs once; create another one")
         self._started = True
         stop_serving = serve(self._metrics_port) if self._metrics_port is not None else None
-        remove_signal_handlers = self._install_signal_handlers()
+        # Shared with the process's other Workers, so that one signal stops them all.
+        stop_listening = listen_for_stop(self._on_signal) if self._handle_signals else None
         self._log.info(
             "worker %s started: stage types %s, concurrency %d, lease %s",
             self._name,
@@ -348,7 +352,8 @@ class Worker(Generic[DataT]):
                 with suppress(asyncio.CancelledError):
                     await service
             self._contexts.close()
-            remove_signal_handlers()
+            if stop_listening is not None:
+                stop_listening()
             if stop_serving is not None:
                 stop_serving()
             if self._owns_client:
@@ -386,29 +391,6 @@ class Worker(Generic[DataT]):
             self._stopping.set()
             self._reporter.hurry()
             self._start_ready()  # hands back what is claimed but not started
-
-    def _install_signal_handlers(self) -> Callable[[], None]:
-        if not self._handle_signals or threading.current_thread() is not threading.main_thread():
-            return lambda: None
-        loop = asyncio.get_running_loop()
-        previous: dict[signal.Signals, Any] = {}
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            handler = signal.getsignal(sig)
-            try:
-                loop.add_signal_handler(sig, self._on_signal, sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                continue  # e.g. Windows event loops have no signal handlers
-            previous[sig] = handler
-
-        def remove() -> None:
-            for sig, handler in previous.items():
-                loop.remove_signal_handler(sig)
-                # Give SIGINT back to asyncio.run's handler (or whoever had it), not
-                # to the default that remove_signal_handler leaves.
-                if handler is not None:
-                    signal.signal(sig, handler)
-
-        return remove
 
     def _on_signal(self, sig: signal.Signals) -> None:
         if self._stopping.is_set():
