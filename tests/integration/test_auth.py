@@ -45,6 +45,7 @@ WORKERS = {"admin", "worker", "worker-a"}
 OWNER = {"admin", "alice"}
 CONTROL = {"admin", "operator", "alice"}
 OPERATE = {"admin", "operator"}
+ANNOTATE = OWNER | {"worker", "worker-a"}
 
 
 @dataclass
@@ -115,7 +116,8 @@ CASES = [
     Case("report", "PUT", "/v1/tasks/{task}/status", WORKERS, {"status": "COMPLETED"}),
     Case("cancel task", "PUT", "/v1/tasks/{task}/status", CONTROL, {"status": "ABORTED"}),
     Case("task event", "POST", "/v1/tasks/{task}/events", WORKERS, {"name": "step"}),
-    Case("task metadata", "PATCH", "/v1/tasks/{task}/user-metadata", OWNER, {"k": 1}),
+    # Where a handler's progress goes: its worker writes it too.
+    Case("task metadata", "PATCH", "/v1/tasks/{task}/user-metadata", ANNOTATE, {"k": 1}),
     Case("list tokens", "GET", "/v1/tokens", {"admin"}),
     Case("create token", "POST", "/v1/tokens", {"admin"}, {"name": "made", "role": "worker"}),
     Case("revoke token", "DELETE", "/v1/tokens/spare", {"admin"}),

@@ -1,6 +1,7 @@
 """The SDK and its Worker against the manager with JOBNIK_AUTH=on, both backends: a
 producer's token creates and reads its job, a worker token of the job's stage type runs
-it, and the roles' refusals reach the SDK as its own exceptions."""
+it (its handler reporting progress; the template worker's handler too), and the roles'
+refusals reach the SDK as its own exceptions."""
 
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ from jobnik_sdk import (
     NewTask,
     PermissionDeniedError,
     TaskContext,
+    TaskStatus,
     Worker,
 )
+from tile_render_worker.app import build_worker
+from tile_render_worker.settings import HANDLER, WorkerSettings
 
 from ..support.api import unique
 from ..support.apps import app_on
@@ -90,3 +94,61 @@ async def test_refusals_reach_the_sdk_as_its_exceptions(
             await runner.create_job(unique("job"), stages=[NewStage(type=names["kind"])])
         with pytest.raises(PermissionDeniedError):
             await other.claim([names["kind"]])
+
+
+async def test_a_worker_token_reports_progress_from_its_handler(
+    as_: tuple[Clients, dict[str, str]],
+) -> None:
+    client, names = as_
+    kind = names["kind"]
+    seen: list[tuple[int | None, str | None]] = []
+
+    async with client("maker") as producer, client("runner") as runner:
+
+        async def handle(data: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
+            await ctx.update_progress(40, message="half way", step="one")
+            # The heartbeat that carries it goes out within a second.
+            for _ in range(100):
+                task = await producer.get_task(ctx.task.id)
+                if task.progress == 40:
+                    break
+                await asyncio.sleep(0.05)
+            seen.append((task.progress, task.progress_message))
+            return {"ok": True}
+
+        job = await producer.create_job(
+            unique("job"), stages=[NewStage(type=kind, tasks=[NewTask()])]
+        )
+        async with Worker(
+            runner, stage_types=kind, handler=handle, poll_backoff=QUICK, handle_signals=False
+        ):
+            ended = await producer.wait(job.id, timeout=timedelta(seconds=20))
+        assert ended.status is JobStatus.COMPLETED
+        assert seen == [(40, "half way")]
+        [task] = (await producer.list_tasks(stage_type=kind)).items
+        assert task.status is TaskStatus.COMPLETED
+        assert task.user_metadata == {"progress": 40, "step": "one"}
+
+
+async def test_the_template_worker_completes_its_tasks_with_a_worker_token(
+    as_: tuple[Clients, dict[str, str]],
+) -> None:
+    client, names = as_
+    kind = names["kind"]
+    settings = WorkerSettings(  # type: ignore[call-arg]
+        _env_file=None,
+        stage_type=kind,
+        handler=HANDLER,
+        concurrency=2,
+        poll_initial_seconds=0.01,
+        poll_max_seconds=0.05,
+    )
+    tiles = [NewTask(data={"x": x, "y": 0, "zoom": 1}) for x in range(2)]
+    async with client("maker") as producer, client("runner") as runner:
+        job = await producer.create_job(unique("tiles"), stages=[NewStage(type=kind, tasks=tiles)])
+        async with build_worker(settings, runner):
+            ended = await producer.wait(job.id, timeout=timedelta(seconds=20))
+        assert ended.status is JobStatus.COMPLETED
+        done = (await producer.list_tasks(stage_type=kind)).items
+        assert sorted(t.result["tile"] for t in done if t.result) == ["1/0/0", "1/1/0"]
+        assert {t.user_metadata["progress"] for t in done} == {100}

@@ -81,7 +81,7 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("PATCH", "/v1/jobs/{jobId}/priority"): Action.EDIT,
     ("PATCH", "/v1/jobs/{jobId}/user-metadata"): Action.EDIT,
     ("PATCH", "/v1/stages/{stageId}/user-metadata"): Action.EDIT,
-    ("PATCH", "/v1/tasks/{taskId}/user-metadata"): Action.EDIT,
+    ("PATCH", "/v1/tasks/{taskId}/user-metadata"): Action.ANNOTATE,
     ("PUT", "/v1/stages/{stageId}/status"): Action.APPROVE,
     ("POST", "/v1/jobs/{jobId}/retry"): Action.RETRY,
     ("PATCH", "/v1/stages/{stageType}/tasks/dequeue"): Action.WORK,

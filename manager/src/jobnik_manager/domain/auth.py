@@ -3,8 +3,9 @@ the job, stage or task a request names are looked up by the caller.
 
 - producer: creates jobs, stages and tasks; reads and controls (pause, resume, abort,
   priority, user metadata, delete, cancelling a task) only the jobs it owns;
-- worker: claims, heartbeats and reports tasks, of its stage types when it is limited
-  to some; reads the jobs, stages and tasks of those types; nothing else;
+- worker: claims, heartbeats and reports tasks and writes their user metadata (where
+  the SDK records a handler's progress), of its stage types when it is limited to
+  some; reads the jobs, stages and tasks of those types; nothing else;
 - operator: reads everything; approves, pauses, resumes, aborts, retries, deletes, and
   cancels tasks;
 - admin: all of that, and manages tokens.
@@ -34,7 +35,8 @@ class Action(StrEnum):
     READ = "read"  # one job, stage or task
     CREATE = "create"  # a job, or stages and tasks of a job
     CONTROL = "control"  # pause, resume, abort, delete, cancel a task
-    EDIT = "edit"  # priority, user metadata
+    EDIT = "edit"  # priority, a job's or stage's user metadata
+    ANNOTATE = "annotate"  # a task's user metadata
     APPROVE = "approve"
     RETRY = "retry"
     WORK = "work"  # claim, heartbeat, report, task events
@@ -64,8 +66,17 @@ class Facts:
 
 
 _BY_ROLE = {
-    Role.PRODUCER: {Action.LIST, Action.READ, Action.CREATE, Action.CONTROL, Action.EDIT},
-    Role.WORKER: {Action.READ, Action.WORK},
+    Role.PRODUCER: {
+        Action.LIST,
+        Action.READ,
+        Action.CREATE,
+        Action.CONTROL,
+        Action.EDIT,
+        Action.ANNOTATE,
+    },
+    # A handler's progress goes to its task's user metadata (the SDK's
+    # `update_progress`): a worker that may report a task may annotate it.
+    Role.WORKER: {Action.READ, Action.WORK, Action.ANNOTATE},
     Role.OPERATOR: {
         Action.LIST,
         Action.READ,
@@ -98,7 +109,7 @@ def allows(principal: Principal, action: Action, facts: Facts) -> bool:
     # A worker: work only on tasks of its stage types, reads of what shares one of them.
     if not principal.stage_types:
         return True
-    if action is Action.WORK:
+    if action in (Action.WORK, Action.ANNOTATE):
         return facts.stage_types <= principal.stage_types
     return bool(facts.stage_types & principal.stage_types)
 
