@@ -1,11 +1,17 @@
 """PostgreSQL: the claim and the completion run on asyncpg directly (`db.direct`); a
-connection of theirs lost between requests is replaced, and the request still answers."""
+connection of theirs lost between requests is replaced, and the request still answers;
+a claim whose connection broke once it was sent is not run again (it may have run)."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import asyncpg
 import pytest
 from sqlalchemy import text
 
+from jobnik_manager.db.claim import claim_statement
 from jobnik_manager.db.engine import Database
 
 from ..support.api import Api, unique
@@ -15,14 +21,50 @@ pytestmark = pytest.mark.postgres_only
 
 
 async def _terminate_other_backends(db: Database) -> int:
+    """Terminate every other connection to the database, and wait until they are gone
+    and this process has seen its own ones close (a connection not yet seen closed is
+    one a statement may be sent on)."""
     async with db.engine.connect() as conn:
-        killed = await conn.execute(
-            text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        killed = (
+            (
+                await conn.execute(
+                    text(
+                        "WITH others AS MATERIALIZED (SELECT pid FROM pg_stat_activity"
+                        " WHERE datname = current_database() AND pid <> pg_backend_pid())"
+                        " SELECT pid FROM others WHERE pg_terminate_backend(pid)"
+                    )
+                )
             )
+            .scalars()
+            .all()
         )
-        return len(killed.all())
+        gone = "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = ANY(:pids))"
+        await _until(conn, gone, pids=list(killed))
+    await asyncio.sleep(0.05)  # the closed sockets' EOF read by this event loop
+    return len(killed)
+
+
+async def _until(conn: Any, sql: str, **params: Any) -> Any:
+    """The first row of `sql` whose first column is true, polled for."""
+    while True:
+        row = (await conn.execute(text(sql), params)).first()
+        await conn.rollback()  # pg_stat_activity is read once per transaction
+        if row is not None and row[0]:
+            return row
+        await asyncio.sleep(0.01)
+
+
+async def _count(db: Database, sql: str, **params: Any) -> int:
+    async with db.engine.connect() as conn:
+        return int((await conn.execute(text(sql), params)).scalar_one())
+
+
+async def _running(db: Database, stage_type: str) -> int:
+    return await _count(
+        db,
+        "SELECT count(*) FROM tasks WHERE stage_type = :t AND status = 'IN_PROGRESS'",
+        t=stage_type,
+    )
 
 
 async def test_dequeue_and_report_survive_their_connections_being_terminated(
@@ -56,3 +98,84 @@ async def test_dequeue_of_several_types_binds_them_as_an_array(pg_api: Api) -> N
     claimed = await pg_api.call("POST", "/v1/tasks/claim", json=body)
     assert [t["id"] for t in claimed["items"]] == [task["id"]]
     assert (await pg_api.call("POST", "/v1/tasks/claim", json=body))["items"] == []
+
+
+async def test_a_claim_whose_answer_was_lost_is_not_run_again(
+    pg_api: Api, pg_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection breaks after the claim committed, before its answer arrives: run
+    again, the claim would take more tasks and strand the first. It answers 503."""
+    stage_type = unique("lost")
+    stage = await pg_api.create_stage((await pg_api.create_job())["id"], stage_type)
+    await pg_api.create_tasks(stage["id"], 3)
+    claim_sql = {claim_statement(single).sql for single in (True, False)}
+    runs: list[str] = []
+    lost: list[Exception] = []
+    fetch = asyncpg.Connection.fetch
+
+    async def answer_lost(self: asyncpg.Connection, query: str, *args: Any, **kw: Any) -> Any:
+        rows = await fetch(self, query, *args, **kw)
+        if query in claim_sql:
+            runs.append(query)
+            self.terminate()
+            raise lost[0]
+        return rows
+
+    monkeypatch.setattr(asyncpg.Connection, "fetch", answer_lost)
+    for call, error in (
+        (
+            lambda: pg_api.http.patch(f"/v1/stages/{stage_type}/tasks/dequeue"),
+            asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation"),
+        ),
+        (
+            lambda: pg_api.http.post("/v1/tasks/claim", json={"stageTypes": [stage_type]}),
+            asyncpg.InternalClientError("cannot switch to state 12; another operation (2) ..."),
+        ),
+    ):
+        runs.clear()
+        lost[:] = [error]
+        before = await _running(pg_db, stage_type)
+        answer = await call()
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["code"] == "DATABASE_RELATED_ERROR"
+        assert len(runs) == 1
+        assert await _running(pg_db, stage_type) == before + 1  # the one run, nothing more
+    monkeypatch.undo()
+    await assert_invariants(pg_db)
+
+
+async def test_a_claim_whose_connection_is_terminated_as_it_runs_is_not_run_again(
+    pg_api: Api, pg_db: Database
+) -> None:
+    """The claim waits for its stage's row; its server process is terminated meanwhile:
+    the claim answers 503 and took nothing, and the task is there for the next claim."""
+    stage_type = unique("cut")
+    stage = await pg_api.create_stage((await pg_api.create_job())["id"], stage_type)
+    (task,) = await pg_api.create_tasks(stage["id"], 1)
+    blocker = await pg_db.engine.connect()
+    try:
+        await blocker.begin()
+        await blocker.execute(
+            text("SELECT 1 FROM stages WHERE id = :id FOR UPDATE"), {"id": stage["id"]}
+        )
+        claiming = asyncio.create_task(pg_api.http.patch(f"/v1/stages/{stage_type}/tasks/dequeue"))
+        waiting = (
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND query LIKE '%claimed%'"
+        )
+        async with pg_db.engine.connect() as conn:
+            (pid,) = await _until(conn, waiting)
+            await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            # Gone before the stage's row is free: the claim never got past the lock.
+            gone = "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = :pid)"
+            await _until(conn, gone, pid=pid)
+    finally:
+        await blocker.rollback()
+        await blocker.close()
+    answer = await claiming
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["code"] == "DATABASE_RELATED_ERROR"
+    assert await _running(pg_db, stage_type) == 0
+    again = await pg_api.dequeue(stage_type)
+    assert again is not None and again["id"] == task["id"]
+    await assert_invariants(pg_db)

@@ -120,12 +120,14 @@ def install_error_handlers(app: FastAPI) -> None:
     # The database being away is the server's trouble, not the request's: 503 with a
     # Retry-After, so clients and load balancers retry rather than give up. Such errors
     # reach here only once the transaction seam has waited for the database a while
-    # (`db.engine`). The asyncpg errors come from the statements run on it directly
-    # (`db.direct`), as SQLAlchemy's come from the rest; a conflict still there after
-    # the seam's retries is as passing.
+    # (`db.engine`), or at once from a statement that may have run and is not run again
+    # (a claim whose connection broke). The asyncpg errors come from the statements run
+    # on it directly (`db.direct`), as SQLAlchemy's come from the rest; a conflict still
+    # there after the seam's retries is as passing.
     @app.exception_handler(DBAPIError)
     @app.exception_handler(asyncpg.PostgresError)
     @app.exception_handler(asyncpg.InterfaceError)
+    @app.exception_handler(asyncpg.InternalClientError)
     @app.exception_handler(OSError)
     async def _database(request: Request, exc: Exception) -> JSONResponse:
         if not (is_unavailable(exc) or is_conflict(exc)):

@@ -68,7 +68,8 @@ class DirectStatement:
 
 
 # After these a connection cannot be trusted (the server ended it, or the client lost
-# track of it): it is closed rather than put back, and the statement runs again.
+# track of it): it is closed rather than put back, and the statement runs again if it is
+# safe to (`Database.direct`).
 BROKEN_CONNECTION = (
     asyncpg.exceptions.ConnectionDoesNotExistError,
     asyncpg.InterfaceError,

@@ -111,22 +111,25 @@ class TransactionHook(Protocol):
     def after_commit(self, info: Mapping[str, Any]) -> None: ...
 
 
-async def _retried(run: Callable[[], Awaitable[T]]) -> T:
+async def _retried(
+    run: Callable[[], Awaitable[T]], may_replay: Callable[[], bool] = lambda: True
+) -> T:
     """Run again after a deadlock or a serialization failure (a few times), and while
     the database is away or a connection broke (for up to `_PATIENCE` seconds, long
-    enough for a restart or a failover): only then does the error reach the caller (a
-    503 for a request)."""
+    enough for a restart or a failover) if `may_replay()` says the failed run may be
+    repeated: only then does the error reach the caller (a 503 for a request)."""
     conflicts, waited, pause = 0, 0.0, 0.02
     while True:
         try:
             return await run()
         except Exception as exc:
             cause = exc.orig if isinstance(exc, DBAPIError) else exc
+            # A conflict is the server's word that the transaction was rolled back.
             if is_conflict(exc) and conflicts < _MAX_CONFLICT_RETRIES:
                 conflicts += 1
                 log.info("transaction conflict, retrying (%d): %s", conflicts, cause)
                 await asyncio.sleep(0.01 * conflicts)
-            elif is_unavailable(exc) and waited < _PATIENCE:
+            elif is_unavailable(exc) and waited < _PATIENCE and may_replay():
                 log.info("database unavailable, retrying in %.2f s: %s", pause, cause)
                 await asyncio.sleep(pause)
                 waited, pause = waited + pause, min(pause * 2, 0.4)
@@ -194,10 +197,18 @@ class Database:
             hook.after_commit(info)
 
     async def direct(
-        self, statement: DirectStatement, params: Mapping[str, Any], *, durable: bool = True
+        self,
+        statement: DirectStatement,
+        params: Mapping[str, Any],
+        *,
+        durable: bool = True,
+        replay_safe: bool,
     ) -> list[asyncpg.Record]:
         """PostgreSQL: run `statement`, a single statement, as a transaction of its own
-        (autocommit) and answer its rows. Retried like `transaction`.
+        (autocommit) and answer its rows. Retried like `transaction`, except after a
+        connection that broke once the statement was sent: it may have committed, so it
+        runs again only if it is `replay_safe` (a second run does no harm); otherwise
+        the error goes to the caller (a 503 for a request).
 
         Row locks it takes last only as long as the statement runs, not a round trip
         more for the COMMIT; see `db.direct` for why it bypasses SQLAlchemy. A statement
@@ -205,10 +216,15 @@ class Database:
         (`synchronous_commit = off`), so its locks go as soon as it has run: a crash may
         then lose it, though never a durable commit made after it (WAL keeps order)."""
         args = statement.args(params)
+        sent = False
 
         async def once() -> list[asyncpg.Record]:
+            nonlocal sent
+            sent = False
             pool = self._direct_pools.get(durable) or await self._open_direct_pool(durable)
             async with pool.acquire() as conn:
+                # Failures before here (connecting, setting a connection up) sent nothing.
+                sent = True
                 try:
                     rows: list[asyncpg.Record] = await conn.fetch(statement.sql, *args)
                 except BROKEN_CONNECTION:
@@ -216,7 +232,9 @@ class Database:
                     raise
                 return rows
 
-        return await _retried(once)
+        # Sent, it may have committed before the connection broke: only a replay-safe
+        # statement runs again then.
+        return await _retried(once, lambda: replay_safe or not sent)
 
     @contextlib.asynccontextmanager
     async def direct_transaction(self) -> AsyncIterator[asyncpg.Connection]:

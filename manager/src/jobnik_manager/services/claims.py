@@ -125,7 +125,9 @@ async def _claim(
     # again (their claimer's report is then refused as under a lost lease), and every
     # report is durable and so commits after it. Claims and reports of a stage then
     # wait for its summary row only while a claim runs, not while its WAL flushes.
-    claimed = await db.direct(claim_statement(single), params, durable=False)
+    # Never replayed after a broken connection: a claim that ran but lost its answer,
+    # run again, would take more tasks and strand the first.
+    claimed = await db.direct(claim_statement(single), params, durable=False, replay_safe=False)
     rows = [SimpleNamespace(**r) for r in claimed]
     unstarted = {r.stage_id: r.job_id for r in rows if r.stage_status == StageStatus.PENDING}
     if unstarted:
@@ -138,13 +140,14 @@ async def _claim(
                 "now": now,
                 "time": now.isoformat(),
             },
+            replay_safe=True,  # it starts only what is still PENDING
         )
         if started and announce:
             db.committed({ANNOUNCED: True})
     if not (with_context and rows):
         return Claimed(rows)
     context = await db.direct(
-        context_statement(), {"stage_ids": sorted({r.stage_id for r in rows})}
+        context_statement(), {"stage_ids": sorted({r.stage_id for r in rows})}, replay_safe=True
     )
     return Claimed(rows, *stages_and_jobs(context))
 

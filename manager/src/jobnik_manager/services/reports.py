@@ -120,8 +120,10 @@ async def _complete_fast(
         "results": [_json_text(items[i][1].result) for i in first.values()],
         "now": now,
     }
-
-    rows = [SimpleNamespace(**row) for row in await db.direct(complete_statement(), params)]
+    # Replayed after a broken connection: a completion that ran finds its tasks no longer
+    # IN_PROGRESS the second time and changes nothing; they go to the full path.
+    done_rows = await db.direct(complete_statement(), params, replay_safe=True)
+    rows = [SimpleNamespace(**row) for row in done_rows]
     if rows:
         done: dict[str, Any] = {}
         for row in rows:
