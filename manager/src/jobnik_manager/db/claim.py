@@ -17,17 +17,13 @@ from typing import Any
 
 from sqlalchemy import (
     ARRAY,
-    CTE,
     ColumnElement,
-    Insert,
     Row,
     String,
     any_,
     bindparam,
     func,
-    insert,
     literal,
-    null,
     select,
     update,
 )
@@ -35,7 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..domain.statuses import TaskStatus
 from .direct import DirectStatement
-from .models import EVENTS, STAGES, TASKS, Task
+from .event_rows import log_task_moves
+from .models import STAGES, TASKS, Task
 from .types import UtcDateTime
 
 TASK_COLUMNS = tuple(Task.__table__.c)
@@ -120,7 +117,8 @@ def claim_statement(single_type: bool) -> DirectStatement:
     Data-modifying CTEs claim the tasks, log their moves and bump their stages'
     summaries; the rows are the claimed tasks with `previous` and `stage_status` (the
     stage's status, PENDING when this may be its first claim). Binds `types` (one
-    string when `single_type`, else a list), `n`, `now`, `expires`, `seconds`, `worker`.
+    string when `single_type`, else a list), `n`, `now`, `expires`, `seconds`, `worker`,
+    `principal`.
     """
     now = bindparam("now", type_=UtcDateTime())
     # Equality keeps the plan a plain ordered index scan. Lists are bound as arrays
@@ -191,49 +189,3 @@ def claim_statement(single_type: bool) -> DirectStatement:
         .add_cte(logged.cte("logged"))
         .order_by(c.priority_rank, c.seq)
     )
-
-
-def log_task_moves(
-    moved: CTE,
-    previous: ColumnElement[Any],
-    target: TaskStatus,
-    now: ColumnElement[Any],
-    *,
-    order_by: tuple[ColumnElement[Any], ...],
-) -> Insert:
-    """The event rows of the tasks a data-modifying CTE moved to `target`, in SQL; the
-    same rows `services.history.task_row` builds in Python."""
-    m = moved.c
-    return insert(EVENTS).from_select(
-        EVENT_COLUMNS,
-        select(
-            m.job_id,
-            literal("TASK"),
-            m.id,
-            m.stage_id,
-            m.id,
-            previous,
-            literal(target.value),
-            m.attempts,
-            m.lease_id,
-            m.worker,
-            null(),
-            now,
-        ).order_by(*order_by),
-    )
-
-
-EVENT_COLUMNS = (
-    "job_id",
-    "entity",
-    "entity_id",
-    "stage_id",
-    "task_id",
-    "from_status",
-    "to_status",
-    "attempt",
-    "lease_id",
-    "worker",
-    "reason",
-    "time",
-)

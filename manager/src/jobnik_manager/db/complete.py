@@ -32,8 +32,8 @@ from sqlalchemy import (
 
 from ..domain.statuses import StageStatus, TaskStatus
 from ..domain.summary import COUNTERS, summary_field
-from .claim import log_task_moves
 from .direct import DirectStatement
+from .event_rows import log_task_moves
 from .models import STAGES, TASKS
 from .types import UtcDateTime
 

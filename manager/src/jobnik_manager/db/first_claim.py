@@ -32,8 +32,8 @@ from sqlalchemy import (
 )
 
 from ..domain.statuses import JobStatus, StageStatus
-from .claim import EVENT_COLUMNS
 from .direct import DirectStatement
+from .event_rows import EVENT_COLUMNS, principal
 from .models import EVENTS, JOBS, OUTBOX, STAGES, Job, Stage
 from .types import EnumText, UtcDateTime
 
@@ -45,8 +45,9 @@ assert JobStatus.PENDING.value == _PENDING and JobStatus.IN_PROGRESS.value == _R
 def start_statement(announce: bool) -> DirectStatement:
     """Start the stages `stage_ids` and jobs `job_ids` still PENDING (those already
     started are left alone); log each start, stages first, and write its lifecycle
-    message into the outbox when `announce`. Binds `stage_ids`, `job_ids`, `now` and
-    `time` (`now` as the lifecycle messages spell it). Answers one row per start: `entity`, `id`."""
+    message into the outbox when `announce`. Binds `stage_ids`, `job_ids`, `now`,
+    `principal` and `time` (`now` as the lifecycle messages spell it). Answers one row
+    per start: `entity`, `id`."""
     now = bindparam("now", type_=UtcDateTime())
     ids = ARRAY(Uuid())
     stages = (
@@ -95,6 +96,7 @@ def start_statement(announce: bool) -> DirectStatement:
             null(),
             null(),
             now,
+            principal(),
         ).order_by(m.rank, m.id),
     )
     answer = select(m.entity, m.id).add_cte(logged.cte("logged"))

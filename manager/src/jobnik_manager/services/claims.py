@@ -27,7 +27,7 @@ from ..domain.announcements import ANNOUNCED, announcing
 from ..domain.leases import DEFAULT_LEASE
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
 from . import summaries
-from .history import Entity, insert_rows, task_row
+from .history import Entity, acting_name, event_row, insert_rows, task_row
 from .loading import load_stages_with_jobs
 
 
@@ -119,6 +119,7 @@ async def _claim(
         "expires": now + lease,
         "seconds": lease.total_seconds(),
         "worker": worker,
+        "principal": acting_name(),
     }
     # Namespaces of the columns, as SQLite's claims answer.
     # Not durable: a claim a crash loses leaves its tasks as they were, to be claimed
@@ -139,6 +140,7 @@ async def _claim(
                 "job_ids": sorted(set(unstarted.values())),
                 "now": now,
                 "time": now.isoformat(),
+                "principal": params["principal"],
             },
             replay_safe=True,  # it starts only what is still PENDING
         )
@@ -174,16 +176,16 @@ async def start_stages(
         .execution_options(synchronize_session=False)
     )
     rows = [
-        {
-            "job_id": r.job_id,
-            "entity": Entity.STAGE,
-            "entity_id": r.id,
-            "stage_id": r.id,
-            "stage_type": r.type,
-            "from_status": StageStatus.PENDING,
-            "to_status": StageStatus.IN_PROGRESS,
-            "time": now,
-        }
+        event_row(
+            Entity.STAGE,
+            r.id,
+            r.job_id,
+            StageStatus.PENDING,
+            StageStatus.IN_PROGRESS,
+            now,
+            stage_id=r.id,
+            stage_type=r.type,
+        )
         for r in started_stages
     ]
     started_jobs = await s.execute(
@@ -198,14 +200,7 @@ async def start_stages(
         .execution_options(synchronize_session=False)
     )
     rows += [
-        {
-            "job_id": job_id,
-            "entity": Entity.JOB,
-            "entity_id": job_id,
-            "from_status": JobStatus.PENDING,
-            "to_status": JobStatus.IN_PROGRESS,
-            "time": now,
-        }
+        event_row(Entity.JOB, job_id, job_id, JobStatus.PENDING, JobStatus.IN_PROGRESS, now)
         for job_id in started_jobs.scalars()
     ]
     await insert_rows(s, rows)

@@ -13,8 +13,8 @@ from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.bulk import FEW_ROWS, insert_many
-from ..db.claim import EVENT_COLUMNS
 from ..db.deferred import defer, write_deferred
+from ..db.event_rows import EVENT_COLUMNS
 from ..db.models import EVENTS, Event, Job, Stage, Task
 from ..domain import announcements
 from ..domain.auth import acting
@@ -36,7 +36,7 @@ async def job_moved(
     _stamp(job, now)
     await insert_rows(
         s,
-        [_row(Entity.JOB, job.id, job.id, previous, job.status, now, reason=reason)],
+        [event_row(Entity.JOB, job.id, job.id, previous, job.status, now, reason=reason)],
     )
 
 
@@ -48,7 +48,7 @@ async def stage_moved(
     await insert_rows(
         s,
         [
-            _row(
+            event_row(
                 Entity.STAGE,
                 stage.id,
                 stage.job_id,
@@ -82,6 +82,7 @@ async def tasks_created(
     A task event announces no lifecycle message. A few rows join the events written at
     commit; many are streamed into one bulk insert (COPY on PostgreSQL) after them, so
     the log keeps its order: a create may carry tens of thousands of tasks."""
+    principal = acting_name()
     rows = (
         {
             "job_id": job_id,
@@ -96,6 +97,7 @@ async def tasks_created(
             "worker": None,
             "reason": None,
             "time": now,
+            "principal": principal,
         }
         for task_id in task_ids
     )
@@ -145,22 +147,7 @@ async def move_tasks(
         )
         for r in result:
             moved.append(MovedTask(r.id, r.stage_id))
-            rows.append(
-                {
-                    "job_id": r.job_id,
-                    "entity": Entity.TASK,
-                    "entity_id": r.id,
-                    "stage_id": r.stage_id,
-                    "task_id": r.id,
-                    "from_status": source,
-                    "to_status": target,
-                    "attempt": r.attempts,
-                    "lease_id": r.lease_id,
-                    "worker": r.worker,
-                    "reason": reason,
-                    "time": now,
-                }
-            )
+            rows.append(task_row(r, source, target, now, reason))
     await insert_rows(s, rows)
     return moved
 
@@ -185,7 +172,9 @@ async def move_stages(
             .execution_options(synchronize_session=False)
         )
         rows.extend(
-            _row(Entity.STAGE, r.id, job_id, source, target, now, stage_id=r.id, stage_type=r.type)
+            event_row(
+                Entity.STAGE, r.id, job_id, source, target, now, stage_id=r.id, stage_type=r.type
+            )
             for r in result
         )
     await insert_rows(s, rows)
@@ -221,7 +210,7 @@ def task_row(
     reason: str | None,
 ) -> dict[str, Any]:
     """A task's event: a move from `previous` to `target`, or (neither) an entry added."""
-    return _row(
+    return event_row(
         Entity.TASK,
         task.id,
         task.job_id,
@@ -237,7 +226,7 @@ def task_row(
     )
 
 
-def _row(
+def event_row(
     entity: Entity,
     entity_id: uuid.UUID,
     job_id: uuid.UUID,
@@ -246,7 +235,7 @@ def _row(
     now: datetime,
     **extra: Any,
 ) -> dict[str, Any]:
-    principal = acting()
+    """An event row: a move of a job, stage or task, named for who makes it."""
     return {
         "job_id": job_id,
         "entity": entity,
@@ -254,9 +243,17 @@ def _row(
         "from_status": previous,
         "to_status": target,
         "time": now,
-        "principal": None if principal is None else principal.name,
+        "principal": acting_name(),
         **extra,
     }
+
+
+def acting_name() -> str | None:
+    """Who makes the changes being logged: the token name of the request (None with
+    authentication off, and for the manager's own work); the statements that log in SQL
+    (`db.event_rows`) bind it as `principal`."""
+    principal = acting()
+    return None if principal is None else principal.name
 
 
 async def insert_rows(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -268,11 +265,7 @@ async def insert_rows(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
     announcements.moves(s.info, rows)
 
 
-# The hot path's statements write EVENT_COLUMNS; a change made here also names who made it.
-_WRITTEN = (*EVENT_COLUMNS, "principal")
-
-
 def _complete(row: dict[str, Any]) -> dict[str, Any]:
     """The row naming every column, in one order: the deferred rows of a table are
     written by one multi-row INSERT."""
-    return {c: row.get(c) for c in _WRITTEN}
+    return {c: row.get(c) for c in EVENT_COLUMNS}

@@ -38,7 +38,7 @@ from . import summaries
 from .cascade import settle_stage
 from .claimability import jobs_allowing_claims, open_tasks
 from .claims import start_stages
-from .history import insert_rows, task_row
+from .history import acting_name, insert_rows, task_row
 from .loading import load_stage
 
 _TASKS = TASKS
@@ -119,6 +119,7 @@ async def _complete_fast(
         "leases": [items[i][1].lease_id for i in first.values()],
         "results": [_json_text(items[i][1].result) for i in first.values()],
         "now": now,
+        "principal": acting_name(),
     }
     # Replayed after a broken connection: a completion that ran finds its tasks no longer
     # IN_PROGRESS the second time and changes nothing; they go to the full path.
