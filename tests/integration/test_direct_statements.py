@@ -1,6 +1,7 @@
 """PostgreSQL: the claim and the completion run on asyncpg directly (`db.direct`); a
 connection of theirs lost between requests is replaced, and the request still answers;
-a claim whose connection broke once it was sent is not run again (it may have run)."""
+a claim whose connection broke once it was sent is not run again (it may have run), and
+a stage's first claim starts the stage and its job in the same commit."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from sqlalchemy import text
 
 from jobnik_manager.db.claim import claim_statement
 from jobnik_manager.db.engine import Database
+from jobnik_manager.dispatch.outbox import Outbox
+from jobnik_manager.services import claims
 
+from ..conftest import app_client
 from ..support.api import Api, unique
 from ..support.invariants import assert_invariants
 
@@ -108,7 +112,7 @@ async def test_a_claim_whose_answer_was_lost_is_not_run_again(
     stage_type = unique("lost")
     stage = await pg_api.create_stage((await pg_api.create_job())["id"], stage_type)
     await pg_api.create_tasks(stage["id"], 3)
-    claim_sql = {claim_statement(single).sql for single in (True, False)}
+    claim_sql = {claim_statement(single, a).sql for single in (True, False) for a in (True, False)}
     runs: list[str] = []
     lost: list[Exception] = []
     fetch = asyncpg.Connection.fetch
@@ -178,4 +182,61 @@ async def test_a_claim_whose_connection_is_terminated_as_it_runs_is_not_run_agai
     assert await _running(pg_db, stage_type) == 0
     again = await pg_api.dequeue(stage_type)
     assert again is not None and again["id"] == task["id"]
+    await assert_invariants(pg_db)
+
+
+@pytest.mark.parametrize("announce", [False, True], ids=["quiet", "announcing"])
+async def test_a_first_claim_starts_its_stages_and_jobs_in_the_same_commit(
+    pg_db: Database, monkeypatch: pytest.MonkeyPatch, announce: bool
+) -> None:
+    """After every commit of a claim, a reader on another connection finds no running
+    task in a PENDING stage or job: one by dequeue (one stage), one by batch claim (the
+    first of several fresh stages of several jobs at once)."""
+    outbox = Outbox()
+    db = pg_db.with_hooks(outbox) if announce else pg_db
+    stage_type = unique("first")
+    async with app_client(db) as client:
+        api = Api(client)
+        for _ in range(4):
+            job = await api.create_job()
+            stage = await api.create_stage(job["id"], stage_type)
+            await api.create_tasks(stage["id"], 2)
+    outbox.written.clear()
+
+    seen: list[int] = []
+    direct = db.direct
+
+    async def observed(*args: Any, **kw: Any) -> Any:
+        rows = await direct(*args, **kw)
+        seen.append(
+            await _count(
+                db,
+                "SELECT count(*) FROM tasks t JOIN stages s ON s.id = t.stage_id"
+                " JOIN jobs j ON j.id = s.job_id WHERE t.status = 'IN_PROGRESS'"
+                " AND (s.status = 'PENDING' OR j.status = 'PENDING')",
+            )
+        )
+        return rows
+
+    monkeypatch.setattr(db, "direct", observed)
+    one = await claims.claim(db, [stage_type])
+    rest = await claims.claim(db, [stage_type], limit=10, with_context=True)
+    assert len(one.rows) == 1 and len(rest.rows) == 7
+    assert seen and seen == [0] * len(seen)
+    assert {st.status for st in rest.stages} == {"IN_PROGRESS"}
+    assert {j.status for j in rest.jobs} == {"IN_PROGRESS"}
+    starts = await _count(
+        db,
+        "SELECT count(*) FROM events e JOIN stages s ON s.job_id = e.job_id"
+        " WHERE s.type = :t AND e.from_status = 'PENDING' AND e.to_status = 'IN_PROGRESS'"
+        " AND e.entity IN ('STAGE', 'JOB')",
+        t=stage_type,
+    )
+    assert starts == 8  # each of the four stages and jobs once
+    messages = await _count(
+        db, "SELECT count(*) FROM outbox WHERE routing_key LIKE '%.in_progress'"
+    )
+    assert messages == (8 if announce else 0)
+    assert outbox.written.is_set() == announce
+    monkeypatch.undo()
     await assert_invariants(pg_db)

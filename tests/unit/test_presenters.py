@@ -104,7 +104,7 @@ def test_task_bodies_of_rows_without_optional_columns() -> None:
 def test_task_response_of_a_namespace_and_of_a_row() -> None:
     # A claim's or a report's row: its columns as attributes (SQLite's claims, reports)
     # or behind `_mapping` (a Row), with extra columns the answer leaves out.
-    columns = REQUIRED | OPTIONAL | {"seq": 7, "previous": "PENDING", "stage_status": "PENDING"}
+    columns = REQUIRED | OPTIONAL | {"seq": 7, "previous": "PENDING", "stage_started": True}
     expected = _model_json(task_out(Task(**(REQUIRED | OPTIONAL))))
     row = SimpleNamespace(_mapping=columns)
     for given in (SimpleNamespace(**columns), row):

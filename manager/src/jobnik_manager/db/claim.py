@@ -23,16 +23,19 @@ from sqlalchemy import (
     any_,
     bindparam,
     func,
+    insert,
     literal,
     select,
+    union_all,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..domain.statuses import TaskStatus
+from . import first_claim
 from .direct import DirectStatement
-from .event_rows import log_task_moves
-from .models import STAGES, TASKS, Task
+from .event_rows import EVENT_COLUMNS, task_moves
+from .models import EVENTS, STAGES, TASKS, Task
 from .types import UtcDateTime
 
 TASK_COLUMNS = tuple(Task.__table__.c)
@@ -110,15 +113,16 @@ def _with_previous(row: Row[Any], previous: str) -> Any:
 
 
 @cache
-def claim_statement(single_type: bool) -> DirectStatement:
+def claim_statement(single_type: bool, announce: bool) -> DirectStatement:
     """PostgreSQL: the whole claim as one statement, so it can run as a transaction of
     its own and hold the stage's summary row only while it runs.
 
-    Data-modifying CTEs claim the tasks, log their moves and bump their stages'
-    summaries; the rows are the claimed tasks with `previous` and `stage_status` (the
-    stage's status, PENDING when this may be its first claim). Binds `types` (one
-    string when `single_type`, else a list), `n`, `now`, `expires`, `seconds`, `worker`,
-    `principal`.
+    Data-modifying CTEs claim the tasks, bump their stages' summaries, start the stages
+    this is the first claim of and their jobs (`db.first_claim`), and log every move;
+    the rows are the claimed tasks with `previous` and `stage_started` (whether this
+    claim started the task's stage). Binds `types` (one string when `single_type`, else
+    a list), `n`, `now`, `expires`, `seconds`, `worker`, `principal`, and `time` (`now`
+    as lifecycle messages spell it, written when `announce`).
     """
     now = bindparam("now", type_=UtcDateTime())
     # Equality keeps the plan a plain ordered index scan. Lists are bound as arrays
@@ -158,9 +162,6 @@ def claim_statement(single_type: bool) -> DirectStatement:
         .cte("claimed")
     )
     c = claimed.c
-    logged = log_task_moves(
-        claimed, c.previous, TaskStatus.IN_PROGRESS, now, order_by=(c.priority_rank, c.seq)
-    )
     counted = (
         select(
             c.stage_id,
@@ -171,21 +172,41 @@ def claim_statement(single_type: bool) -> DirectStatement:
         .group_by(c.stage_id)
         .cte("counted")
     )
+    locked = first_claim.locked_stages(counted)
+    k = locked.c
     bumped = (
         update(STAGES)
-        .where(STAGES.c.id == counted.c.stage_id)
+        .where(STAGES.c.id == k.id)
         .values(
-            pending=STAGES.c.pending - counted.c.pending,
-            retried=STAGES.c.retried - counted.c.retried,
-            in_progress=STAGES.c.in_progress + counted.c.claimed,
+            pending=STAGES.c.pending - k.pending,
+            retried=STAGES.c.retried - k.retried,
+            in_progress=STAGES.c.in_progress + k.claimed,
             update_time=now,
+            **first_claim.start_values(locked, now),
         )
-        .returning(STAGES.c.id, STAGES.c.status)
+        .returning(STAGES.c.id, STAGES.c.job_id, STAGES.c.type, first_claim.starting(locked))
         .cte("bumped")
     )
-    return DirectStatement.of(
-        select(claimed, bumped.c.status.label("stage_status"))
+    started, extra = first_claim.start_rows(bumped, now, announce=announce)
+    # One INSERT in this order (tasks, then stages, then jobs, as the session path logs
+    # them): the order in which separate data-modifying CTEs run is not defined.
+    moves = union_all(
+        task_moves(claimed, c.previous, TaskStatus.IN_PROGRESS, now).add_columns(
+            literal(0).label("rank"), c.priority_rank.label("k1"), c.seq.label("k2")
+        ),
+        started,
+    ).cte("moves")
+    m = moves.c
+    logged = insert(EVENTS).from_select(
+        EVENT_COLUMNS,
+        select(*(m[name] for name in EVENT_COLUMNS)).order_by(m.rank, m.k1, m.k2, m.entity_id),
+    )
+    answer = (
+        select(claimed, bumped.c.started.label("stage_started"))
         .join(bumped, bumped.c.id == c.stage_id)
         .add_cte(logged.cte("logged"))
         .order_by(c.priority_rank, c.seq)
     )
+    for cte in extra:
+        answer = answer.add_cte(cte)
+    return DirectStatement.of(answer)

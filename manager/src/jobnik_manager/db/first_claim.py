@@ -1,10 +1,10 @@
-"""PostgreSQL: what follows a claim, each a single statement run on its own.
+"""PostgreSQL: a stage's first claim, and the context a claim may ask for.
 
-A stage's first claim starts the stage and its job (PENDING -> IN_PROGRESS), with their
-events and, when announcing (`domain.announcements`), their lifecycle messages; a claim
-that asks for its context reads the claimed tasks' stages and jobs. Through the ORM these
-were five round trips and as many statements' worth of Python between the claim and its
-answer; here each is one.
+The claim statement (`db.claim`) starts the stages it takes their first tasks from and
+their jobs (PENDING -> IN_PROGRESS) itself, logs each start and, when announcing
+(`domain.announcements`), writes its lifecycle message: one statement, one commit, so
+no reader ever sees a running task in a PENDING stage or job. A claim that asks for its
+context then reads the claimed tasks' stages and jobs in one more statement.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import (
     ARRAY,
+    CTE,
+    ColumnElement,
+    Select,
     Table,
     Text,
     Uuid,
@@ -27,63 +30,79 @@ from sqlalchemy import (
     literal,
     null,
     select,
-    union_all,
     update,
 )
 
 from ..domain.statuses import JobStatus, StageStatus
 from .direct import DirectStatement
-from .event_rows import EVENT_COLUMNS, principal
-from .models import EVENTS, JOBS, OUTBOX, STAGES, Job, Stage
-from .types import EnumText, UtcDateTime
+from .event_rows import named, principal
+from .models import JOBS, OUTBOX, STAGES, Job, Stage
+from .types import EnumText
 
 _PENDING, _RUNNING = StageStatus.PENDING.value, StageStatus.IN_PROGRESS.value
 assert JobStatus.PENDING.value == _PENDING and JobStatus.IN_PROGRESS.value == _RUNNING
 
 
-@cache
-def start_statement(announce: bool) -> DirectStatement:
-    """Start the stages `stage_ids` and jobs `job_ids` still PENDING (those already
-    started are left alone); log each start, stages first, and write its lifecycle
-    message into the outbox when `announce`. Binds `stage_ids`, `job_ids`, `now`,
-    `principal` and `time` (`now` as the lifecycle messages spell it). Answers one row
-    per start: `entity`, `id`."""
-    now = bindparam("now", type_=UtcDateTime())
-    ids = ARRAY(Uuid())
-    stages = (
-        update(STAGES)
-        .where(STAGES.c.id == any_(bindparam("stage_ids", type_=ids)))
-        .where(STAGES.c.status == _PENDING)
-        .values(
-            status=_RUNNING, update_time=now, start_time=func.coalesce(STAGES.c.start_time, now)
-        )
-        .returning(STAGES.c.id, STAGES.c.job_id, STAGES.c.type)
-        .cte("started_stages")
+def locked_stages(counted: CTE) -> CTE:
+    """The stages of `counted` (its `stage_id`, with its other columns), locked in id
+    order, with `status` as it is before the claim changes it: RETURNING shows only the
+    new row, and the lock keeps this one current until the claim commits."""
+    return (
+        select(STAGES.c.id, STAGES.c.status, *(c for c in counted.c if c.name != "stage_id"))
+        .join(counted, counted.c.stage_id == STAGES.c.id)
+        .order_by(STAGES.c.id)
+        .with_for_update(of=STAGES)
+        .cte("locked")
     )
+
+
+def starting(locked: CTE) -> ColumnElement[bool]:
+    """Whether the claim starts this stage (it is its first), labelled `started`."""
+    return (locked.c.status == _PENDING).label("started")
+
+
+def start_values(locked: CTE, now: ColumnElement[Any]) -> dict[str, Any]:
+    """The stage's columns a first claim sets, the others left as they are."""
+    first = locked.c.status == _PENDING
+    return {
+        "status": case((first, _RUNNING), else_=STAGES.c.status),
+        "start_time": case(
+            (first, func.coalesce(STAGES.c.start_time, now)), else_=STAGES.c.start_time
+        ),
+    }
+
+
+def start_rows(
+    bumped: CTE, now: ColumnElement[Any], *, announce: bool
+) -> tuple[Select[Any], list[CTE]]:
+    """The starts of the stages `bumped` (`id`, `job_id`, `type`, `started`) says the
+    claim started, and of their jobs still PENDING: their event rows (EVENT_COLUMNS, then
+    `rank`, `k1`, `k2` to order them after the tasks'), and the CTEs that must run with
+    them (the jobs' UPDATE; when `announce`, the lifecycle messages' INSERT)."""
+    b = bumped.c
     jobs = (
         update(JOBS)
-        .where(JOBS.c.id == any_(bindparam("job_ids", type_=ids)))
-        .where(JOBS.c.status == _PENDING)
+        .where(JOBS.c.id.in_(select(b.job_id).where(b.started)), JOBS.c.status == _PENDING)
         .values(status=_RUNNING, update_time=now, start_time=func.coalesce(JOBS.c.start_time, now))
         .returning(JOBS.c.id)
         .cte("started_jobs")
     )
-    st, jb = stages.c, jobs.c
-    moves = union_all(
+    moves = (
         select(
-            literal(0).label("rank"),
-            st.job_id.label("job_id"),
+            literal(1).label("rank"),
+            b.job_id.label("job_id"),
             literal("STAGE").label("entity"),
-            st.id.label("id"),
-            st.id.label("stage_id"),
-            st.type.label("stage_type"),
-        ),
-        select(literal(1), jb.id, literal("JOB"), jb.id, null(), null()),
-    ).cte("moves")
+            b.id.label("id"),
+            b.id.label("stage_id"),
+            b.type.label("stage_type"),
+        )
+        .where(b.started)
+        .union_all(select(literal(2), jobs.c.id, literal("JOB"), jobs.c.id, null(), null()))
+        .cte("starts")
+    )
     m = moves.c
-    logged = insert(EVENTS).from_select(
-        EVENT_COLUMNS,
-        select(
+    rows = select(
+        *named(
             m.job_id,
             m.entity,
             m.id,
@@ -97,9 +116,12 @@ def start_statement(announce: bool) -> DirectStatement:
             null(),
             now,
             principal(),
-        ).order_by(m.rank, m.id),
+        ),
+        m.rank,
+        literal(0),
+        literal(0),
     )
-    answer = select(m.entity, m.id).add_cte(logged.cte("logged"))
+    ctes = [jobs]
     if announce:
         announced = insert(OUTBOX).from_select(
             ("routing_key", "payload", "created_at"),
@@ -109,8 +131,8 @@ def start_statement(announce: bool) -> DirectStatement:
                 now,
             ).order_by(m.rank, m.id),
         )
-        answer = answer.add_cte(announced.cte("announced"))
-    return DirectStatement.of(answer)
+        ctes.append(announced.cte("announced"))
+    return rows, ctes
 
 
 def _message(m: Any) -> Any:

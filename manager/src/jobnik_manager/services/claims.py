@@ -2,7 +2,7 @@
 
 A batch of any size costs the same statements: the claim UPDATE, one multi-row event
 INSERT, one summary UPDATE per stage, and the start of a stage and its job only on the
-first claim of that stage.
+first claim of that stage, all in one transaction (on PostgreSQL, one statement).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.claim import claim_rows, claim_statement
 from ..db.engine import Database, now_in
-from ..db.first_claim import context_statement, stages_and_jobs, start_statement
+from ..db.first_claim import context_statement, stages_and_jobs
 from ..db.models import Job, Stage
 from ..domain import observations
 from ..domain.announcements import ANNOUNCED, announcing
@@ -79,10 +79,10 @@ async def claim(
 ) -> Claimed:
     """Claim as `claim_tasks` does, each claim a transaction of its own.
 
-    On PostgreSQL the claim is one statement committed on its own, so the stage's
-    summary row is locked only while it runs; a stage still PENDING then starts in a
-    second statement (a report that finds it PENDING starts it too), and a third reads
-    the context `with_context` asks for.
+    On PostgreSQL the claim, with the start of the stages and jobs it is the first
+    claim of, is one statement committed on its own, so the stage's summary row is
+    locked only while it runs; a second statement reads the context `with_context`
+    asks for.
     """
     began = time.perf_counter()
     claimed = await _claim(db, stage_types, limit, lease, worker, with_context)
@@ -112,6 +112,7 @@ async def _claim(
     now = db.clock.now()
     lease = lease or DEFAULT_LEASE
     single = len(stage_types) == 1
+    announce = announcing(db.info)
     params = {
         "types": stage_types[0] if single else list(stage_types),
         "n": limit,
@@ -120,32 +121,22 @@ async def _claim(
         "seconds": lease.total_seconds(),
         "worker": worker,
         "principal": acting_name(),
+        "time": now.isoformat(),
     }
-    # Namespaces of the columns, as SQLite's claims answer.
     # Not durable: a claim a crash loses leaves its tasks as they were, to be claimed
     # again (their claimer's report is then refused as under a lost lease), and every
     # report is durable and so commits after it. Claims and reports of a stage then
-    # wait for its summary row only while a claim runs, not while its WAL flushes.
-    # Never replayed after a broken connection: a claim that ran but lost its answer,
-    # run again, would take more tasks and strand the first.
-    claimed = await db.direct(claim_statement(single), params, durable=False, replay_safe=False)
+    # wait for its summary row only while a claim runs, not while its WAL flushes (a
+    # first claim a crash loses takes its starts with it: they happen again, announced
+    # again, at the next claim). Never replayed after a broken connection: a claim that
+    # ran but lost its answer, run again, would take more tasks and strand the first.
+    claimed = await db.direct(
+        claim_statement(single, announce), params, durable=False, replay_safe=False
+    )
+    # Namespaces of the columns, as SQLite's claims answer.
     rows = [SimpleNamespace(**r) for r in claimed]
-    unstarted = {r.stage_id: r.job_id for r in rows if r.stage_status == StageStatus.PENDING}
-    if unstarted:
-        announce = announcing(db.info)
-        started = await db.direct(
-            start_statement(announce),
-            {
-                "stage_ids": sorted(unstarted),
-                "job_ids": sorted(set(unstarted.values())),
-                "now": now,
-                "time": now.isoformat(),
-                "principal": params["principal"],
-            },
-            replay_safe=True,  # it starts only what is still PENDING
-        )
-        if started and announce:
-            db.committed({ANNOUNCED: True})
+    if announce and any(r.stage_started for r in rows):
+        db.committed({ANNOUNCED: True})
     if not (with_context and rows):
         return Claimed(rows)
     context = await db.direct(

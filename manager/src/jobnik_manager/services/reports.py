@@ -191,8 +191,9 @@ async def settle_reports(
             continue
         ran = stage.summary.completed + stage.summary.failed
         if stage.status is StageStatus.PENDING and ran:
-            # Its first claim committed, but not yet the start that follows it (a stage
-            # whose tasks were all cancelled before any ran completes without starting).
+            # Claims start their stage in their own transaction, but those of a manager
+            # of an earlier version (during an upgrade) committed before the start (a
+            # stage whose tasks were all cancelled before any ran completes unstarted).
             await start_stages(s, [stage.id], [stage.job_id], now)
         await settle_stage(s, await load_stage(s, stage.id, lock=True), now)
     return answers
