@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import json
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -53,6 +54,8 @@ class Balancer:
         )
         self.answers: Counter[tuple[str, int]] = Counter()
         self.trace_exports = 0
+        # Each 5xx with its time, for telling one during a database restart from another.
+        self.server_errors: list[dict[str, object]] = []
 
     def _role(self, request: Request) -> str:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -87,11 +90,23 @@ class Balancer:
                     for (role, status), n in sorted(self.answers.items())
                 ],
                 "traceExports": self.trace_exports,
+                "serverErrors": self.server_errors,
             }
             await JSONResponse(body)(scope, receive, send)
             return
         response = await self._forward(request)
-        self.answers[(self._role(request), response.status_code)] += 1
+        role = self._role(request)
+        self.answers[(role, response.status_code)] += 1
+        if response.status_code >= 500 and len(self.server_errors) < 10_000:
+            self.server_errors.append(
+                {
+                    "time": time.time(),
+                    "role": role,
+                    "status": response.status_code,
+                    "path": f"{request.method} {request.url.path}",
+                    "body": bytes(response.body[:300]).decode(errors="replace"),
+                }
+            )
         await response(scope, receive, send)
 
     async def _forward(self, request: Request) -> Response:

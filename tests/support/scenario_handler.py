@@ -7,8 +7,8 @@ profile tests.
     {"do": "exhaust"}                   fail every attempt
     {"do": "doomed"}                    fail for good (NonRetryableError)
     {"do": "later", "until": EPOCH}     "try again later" until that time, then succeed
-    {"do": "overrun", "seconds": S}     the first attempt runs S seconds (past its limit)
-    {"do": "fanout", "stage": ID, "n": N}  add N tasks to stage ID as the producer
+    {"do": "overrun", "first": S}       the first attempt runs S seconds (past its limit)
+    {"do": "fanout", "n": N}            add N tasks to the job's next stage, as the producer
     {"do": "replay"}                    fail for good once; succeed once replayed
 
 A fan-out and a replay call the manager as the producer (SCENARIO_PRODUCER_TOKEN), as a
@@ -34,7 +34,7 @@ def producer() -> JobnikClient:
         _producer = JobnikClient(
             os.environ["SCENARIO_MANAGER_URL"],
             token=os.environ.get("SCENARIO_PRODUCER_TOKEN") or None,
-            timeout=20,
+            timeout=timedelta(seconds=20),
         )
     return _producer
 
@@ -51,16 +51,18 @@ async def handle(data: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
     if what == "later" and time.time() < float(data["until"]):
         raise RetryLaterError(timedelta(seconds=1), "later: not ready yet")
     if what == "overrun" and ctx.attempt == 1:
-        await asyncio.sleep(float(data.get("seconds", 5)))
+        await asyncio.sleep(float(data.get("first", 5)))
     if what == "replay" and not ctx.task.user_metadata.get("failedOnce"):
         # Marked before failing, so the replayed run knows it may succeed.
         await producer().set_task_user_metadata(ctx.task.id, {"failedOnce": True})
         raise NonRetryableError("replay: fails until an operator replays the job")
     if what == "fanout":
         count = int(data["n"])
+        stages = await producer().get_job_stages(ctx.job.id)
+        after = next(s for s in stages if s.order == ctx.stage.order + 1)
         # Keyed by the task: a run repeated after a crash adds nothing twice.
         await producer().add_tasks(
-            data["stage"],
+            after.id,
             [NewTask(data={"do": "ok", "seconds": 0.05}, max_attempts=20) for _ in range(count)],
             idempotency_key=f"fanout-{ctx.task.id}",
         )

@@ -1,0 +1,237 @@
+"""The soak's workload: scenarios a team's pipelines go through, each a job made and
+steered by the actor whose role it is (the producer creates, pauses, resumes, cancels,
+aborts and re-prioritises; the operator approves and replays), and the final status
+each must end in whatever faults happen meanwhile.
+
+Stage types: `ingest`, `render` and `publish`, each served by template workers running
+support.scenario_handler, whose task data says what a task does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from jobnik_sdk import (
+    ApiError,
+    JobnikClient,
+    JobnikTransportError,
+    JobStatus,
+    NewStage,
+    NewTask,
+    Priority,
+    StageStatus,
+)
+
+log = logging.getLogger("soak")
+T = TypeVar("T")
+
+INGEST, RENDER, PUBLISH = "ingest", "render", "publish"
+STAGE_TYPES = (INGEST, RENDER, PUBLISH)
+# Crashes, lease expiries and restarts spend attempts that the scenario did not plan.
+SPARE = 20
+
+
+def ok(seconds: float = 0.05) -> NewTask:
+    return NewTask(data={"do": "ok", "seconds": seconds}, max_attempts=SPARE)
+
+
+def tasks(n: int, seconds: float = 0.05) -> list[NewTask]:
+    return [ok(seconds) for _ in range(n)]
+
+
+@dataclass
+class Actors:
+    producer: JobnikClient
+    operator: JobnikClient
+
+
+async def persist(what: str, call: Callable[[], Awaitable[T]], *, within: float = 240) -> T:
+    """`call`, asked again while the manager is unreachable or answers 5xx (a fault is
+    under way): a client's own retries give up sooner than a fault lasts."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return await call()
+        except (JobnikTransportError, ApiError) as exc:
+            status = getattr(exc, "status_code", None)
+            if isinstance(exc, ApiError) and (status is None or status < 500):
+                raise
+            if time.monotonic() > deadline:
+                raise
+            log.info("%s: %r; asking again", what, exc)
+            await asyncio.sleep(1)
+
+
+async def until(what: str, check: Callable[[], Awaitable[bool]], *, within: float = 240) -> None:
+    deadline = time.monotonic() + within
+    while not await persist(what, check):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {within} s")
+        await asyncio.sleep(0.5)
+
+
+@dataclass
+class Scenario:
+    name: str
+    expect: JobStatus
+    # Makes the job and steers it; answers its id once made (steering goes on after).
+    run: Callable[[Actors, Callable[[str], None]], Awaitable[None]]
+
+
+async def _create(actors: Actors, name: str, stages: list[NewStage], **options: Any) -> str:
+    key = f"soak-{name}-{time.monotonic_ns()}"
+    job = await persist(
+        f"create {name}",
+        lambda: actors.producer.create_job(name, stages=stages, idempotency_key=key, **options),
+    )
+    return str(job.id)
+
+
+async def _stage_id(actors: Actors, job_id: str, order: int) -> str:
+    stages = await persist("stages", lambda: actors.operator.get_job_stages(job_id))
+    return str(next(s.id for s in stages if s.order == order))
+
+
+async def plain(actors: Actors, made: Callable[[str], None]) -> None:
+    stages = [
+        NewStage(type=INGEST, tasks=tasks(4)),
+        NewStage(type=RENDER, tasks=tasks(6)),
+        NewStage(type=PUBLISH, tasks=tasks(2)),
+    ]
+    made(await _create(actors, "plain", stages))
+
+
+async def approval(actors: Actors, made: Callable[[str], None]) -> None:
+    stages = [
+        NewStage(type=INGEST, tasks=tasks(2)),
+        NewStage(type=RENDER, tasks=tasks(3), start_as_waiting=True),
+    ]
+    job_id = await _create(actors, "approval", stages)
+    made(job_id)
+    first, second = await _stage_id(actors, job_id, 1), await _stage_id(actors, job_id, 2)
+
+    async def its_turn() -> bool:
+        # A stage made WAITING waits from the start; its turn comes when the one before
+        # it has completed.
+        stage = await actors.operator.get_stage(first)
+        return stage.status is StageStatus.COMPLETED
+
+    await until("stage 1 completed", its_turn)
+    await persist("approve", lambda: actors.operator.approve_stage(second))
+
+
+async def fanout(actors: Actors, made: Callable[[str], None]) -> None:
+    # Each ingest task adds 5 tasks to the render stage: 1 + 2 * 5 in the end.
+    stages = [
+        NewStage(
+            type=INGEST, tasks=[NewTask(data={"do": "fanout", "n": 5}, max_attempts=SPARE)] * 2
+        ),
+        NewStage(type=RENDER, tasks=tasks(1)),
+    ]
+    made(await _create(actors, "fanout", stages))
+
+
+async def flaky(actors: Actors, made: Callable[[str], None]) -> None:
+    work = [NewTask(data={"do": "flaky"}, max_attempts=SPARE) for _ in range(6)]
+    made(await _create(actors, "flaky", [NewStage(type=RENDER, tasks=work)]))
+
+
+async def exhausted(actors: Actors, made: Callable[[str], None]) -> None:
+    doomed = NewTask(data={"do": "exhaust"}, max_attempts=2)
+    stages = [
+        NewStage(type=INGEST, tasks=tasks(1)),
+        NewStage(type=RENDER, tasks=[*tasks(3), doomed]),
+    ]
+    made(await _create(actors, "exhausted", stages))
+
+
+async def doomed(actors: Actors, made: Callable[[str], None]) -> None:
+    bad = NewTask(data={"do": "doomed"}, max_attempts=SPARE)
+    made(await _create(actors, "doomed", [NewStage(type=PUBLISH, tasks=[*tasks(2), bad])]))
+
+
+async def later(actors: Actors, made: Callable[[str], None]) -> None:
+    until_ = time.time() + 3
+    work = [NewTask(data={"do": "later", "until": until_}, max_attempts=SPARE) for _ in range(3)]
+    made(await _create(actors, "later", [NewStage(type=RENDER, tasks=work)]))
+
+
+async def overrun(actors: Actors, made: Callable[[str], None]) -> None:
+    # Past its 2 s limit on the first attempt: failed "timed out", then run again.
+    work = [
+        NewTask(data={"do": "overrun", "first": 4}, max_attempts=SPARE, timeout_seconds=2)
+        for _ in range(2)
+    ]
+    made(await _create(actors, "overrun", [NewStage(type=RENDER, tasks=work)]))
+
+
+async def cancelled_task(actors: Actors, made: Callable[[str], None]) -> None:
+    job_id = await _create(actors, "cancel", [NewStage(type=PUBLISH, tasks=tasks(4, 1.0))])
+    made(job_id)
+    stage = await _stage_id(actors, job_id, 1)
+    listed = await persist("tasks", lambda: actors.producer.get_stage(stage, with_tasks=True))
+    victim = (listed.tasks or [])[-1]
+    try:
+        await persist("cancel", lambda: actors.producer.cancel_task(victim.id, reason="not needed"))
+    except ApiError as exc:  # it finished first: the job completes all the same
+        log.info("cancel came late: %s", exc)
+
+
+async def aborted(actors: Actors, made: Callable[[str], None]) -> None:
+    job_id = await _create(actors, "abort", [NewStage(type=INGEST, tasks=tasks(6, 2.0))])
+    made(job_id)
+    await asyncio.sleep(1)
+    await persist("abort", lambda: actors.producer.abort(job_id))
+
+
+async def paused(actors: Actors, made: Callable[[str], None]) -> None:
+    stages = [NewStage(type=INGEST, tasks=tasks(4)), NewStage(type=RENDER, tasks=tasks(4))]
+    job_id = await _create(actors, "pause", stages)
+    made(job_id)
+    await persist("pause", lambda: actors.producer.pause(job_id))
+    await asyncio.sleep(3)
+    await persist("priority", lambda: actors.producer.set_priority(job_id, Priority.HIGH))
+    await persist("resume", lambda: actors.producer.resume(job_id))
+
+
+async def scheduled(actors: Actors, made: Callable[[str], None]) -> None:
+    start = datetime.now(UTC) + timedelta(seconds=4)
+    stages = [NewStage(type=PUBLISH, tasks=tasks(3))]
+    made(await _create(actors, "scheduled", stages, not_before=start))
+
+
+async def replayed(actors: Actors, made: Callable[[str], None]) -> None:
+    work = [NewTask(data={"do": "replay"}, max_attempts=SPARE)]
+    job_id = await _create(actors, "replay", [NewStage(type=PUBLISH, tasks=work)])
+    made(job_id)
+
+    async def settled() -> bool:
+        return (await actors.operator.get_job(job_id)).status.is_final
+
+    await until("replayable job final", settled)
+    job = await persist("read", lambda: actors.operator.get_job(job_id))
+    if job.status is JobStatus.FAILED:
+        await persist("replay", lambda: actors.operator.retry_job(job_id))
+
+
+SCENARIOS = [
+    Scenario("plain", JobStatus.COMPLETED, plain),
+    Scenario("approval", JobStatus.COMPLETED, approval),
+    Scenario("fanout", JobStatus.COMPLETED, fanout),
+    Scenario("flaky", JobStatus.COMPLETED, flaky),
+    Scenario("exhausted", JobStatus.FAILED, exhausted),
+    Scenario("doomed", JobStatus.FAILED, doomed),
+    Scenario("later", JobStatus.COMPLETED, later),
+    Scenario("overrun", JobStatus.COMPLETED, overrun),
+    Scenario("cancel", JobStatus.COMPLETED, cancelled_task),
+    Scenario("abort", JobStatus.ABORTED, aborted),
+    Scenario("pause", JobStatus.COMPLETED, paused),
+    Scenario("scheduled", JobStatus.COMPLETED, scheduled),
+    Scenario("replay", JobStatus.COMPLETED, replayed),
+]
