@@ -1,7 +1,8 @@
 """A load balancer in front of several manager replicas, for tests and the soak: one URL,
 each request sent to the next replica in turn, and on to the one after it when a replica
-refuses the connection (as nginx's `proxy_next_upstream error` does), so a replica that
-is down costs its clients nothing but time. It counts the answers its clients saw, by the
+refuses the connection, or goes away before answering a request that may be sent twice
+(as nginx's `proxy_next_upstream error` does), so a replica that is down costs its
+clients nothing but time. It counts the answers its clients saw, by the
 role of the token they sent and the status (502 when no replica could be reached), and
 serves those counts at GET /_balancer/answers. It also stands in for an OpenTelemetry
 collector: span exports POSTed under /_otlp/ are accepted and counted.
@@ -39,6 +40,8 @@ _HOP = {
     "content-length",
     "content-encoding",  # httpx hands the body over decoded
 }
+
+_IDEMPOTENT = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}
 
 
 class Balancer:
@@ -125,8 +128,11 @@ class Balancer:
             except httpx.ConnectError:
                 continue  # not listening (killed, restarting): the next one
             except httpx.TransportError as exc:
-                # Sent, and the replica went away before answering: the request may have
-                # been done, so it is not sent again (as a proxy must not replay a POST).
+                # Sent, and the replica went away before answering. As nginx does, a
+                # request that may be sent twice goes on to the next replica; a POST or
+                # PATCH may have been done, so it is not sent again.
+                if request.method in _IDEMPOTENT:
+                    continue
                 return _gateway_error(f"the manager went away while answering: {exc!r}")
             kept = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in _HOP]
             return Response(answer.content, status_code=answer.status_code, headers=dict(kept))

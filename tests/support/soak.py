@@ -105,6 +105,7 @@ class JobRecord:
     scenario: Scenario
     job_id: str
     final: str | None = None
+    steered: bool = False  # its scenario has done all it does (a replay comes after FAILED)
     deleted: bool = False  # by retention, after it was seen final
     vanished: bool = False  # gone before anyone saw it final: lost
 
@@ -159,8 +160,11 @@ class Soak:
         return sum(1 for j in self.jobs if j.final is None and not j.vanished)
 
     async def _steer(self, scenario: Scenario, actors: Actors, made: asyncio.Future[str]) -> None:
+        records: list[JobRecord] = []
+
         def record(job_id: str) -> None:
-            self.jobs.append(JobRecord(scenario, job_id))
+            records.append(JobRecord(scenario, job_id))
+            self.jobs.append(records[-1])
             made.set_result(job_id)
 
         try:
@@ -169,6 +173,8 @@ class Soak:
             self.errors.append(f"scenario {scenario.name}: {exc!r}")
             log.exception("scenario %s", scenario.name)
         finally:
+            for done in records:
+                done.steered = True
             if not made.done():
                 made.set_result("")
 
@@ -183,7 +189,7 @@ class Soak:
                     record.vanished = True
                     self.errors.append(f"job {record.job_id} ({record.scenario.name}) vanished")
                     continue
-                if job.status.is_final:
+                if job.status.is_final and record.steered:
                     record.final = job.status.value
             for record in [j for j in self.jobs if j.final is not None and not j.deleted][:20]:
                 with contextlib.suppress(NotFoundError):
@@ -546,7 +552,8 @@ class Report:
             out.append(f"  {role:<10} " + ", ".join(f"{s}: {n}" for s, n in sorted(counts.items())))
         for e in self.server_errors[:10]:
             expected = "expected" if self.expected_server_error(e) else "UNEXPECTED"
-            out.append(f"  {e['status']} ({expected}) {e['path']}: {e['body'][:100]}")
+            at = e["time"] - (time.time() - time.monotonic()) - soak.started
+            out.append(f"  t={at:.0f} s {e['status']} ({expected}) {e['path']}: {e['body'][:90]}")
         out.append(f"  span exports received: {self.trace_exports}")
         out.append("")
         out.append(
