@@ -145,3 +145,29 @@ async def _counters(running: Deployment, kind: str) -> dict[str, float]:
 
 def _seconds(n: float) -> timedelta:
     return timedelta(seconds=n)
+
+
+async def test_a_hostile_body_is_refused_not_a_server_error(running: Deployment) -> None:
+    kind = unique("hostile")
+    token = running.worker_token(kind)
+    nested = "[" * 50_000 + "]" * 50_000
+    async with running.client("producer") as producer:
+        job = await producer.create_job(
+            unique("hostile"), stages=[NewStage(type=kind, tasks=[NewTask()])]
+        )
+    task_id = job.stages[0].tasks[0].id if job.stages and job.stages[0].tasks else None
+    async with httpx.AsyncClient(base_url=running.url, timeout=30) as http:
+        answers = []
+        for headers in (
+            {"authorization": f"Bearer {token}"} if token else {},
+            {"authorization": "Bearer jnk_not-a-token"},
+        ):
+            answer = await http.put(
+                f"/v1/tasks/{task_id}/status",
+                content=nested,
+                headers={**headers, "content-type": "application/json"},
+            )
+            answers.append((answer.status_code, answer.json()["code"]))
+    # Refused as input (or, with a token that is not one, as unauthenticated): never 5xx.
+    assert answers[0] == (400, "VALIDATION_ERROR")
+    assert answers[1] == ((401, "UNAUTHORIZED") if running.auth else (400, "VALIDATION_ERROR"))
