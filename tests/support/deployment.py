@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ import httpx
 from jobnik_sdk import JobnikClient
 
 from .private_postgres import PrivatePostgres
-from .processes import ROOT, free_port, manager_command, stop
+from .processes import ROOT, free_port, manager_command, stop, wait_ready
 
 Kind = Literal["production", "minimal"]
 ROLES = ("admin", "producer", "operator")
@@ -42,18 +41,10 @@ SCENARIO_HANDLER = "tests.support.scenario_handler:handle"
 def _wait_ready(
     url: str, proc: subprocess.Popen[bytes] | None, what: str, log: Path, path: str = "/readiness"
 ) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{what} exited ({proc.returncode}); see {log}")
-        try:
-            if httpx.get(f"{url}{path}", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{what} was not ready within 60 s; see {log}")
-        time.sleep(0.1)
+    try:
+        wait_ready(url, proc, path=path, what=what)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc}; see {log}") from None
 
 
 @dataclass

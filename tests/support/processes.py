@@ -21,6 +21,33 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class ProcessExitedError(RuntimeError):
+    pass
+
+
+def wait_ready(
+    url: str,
+    proc: subprocess.Popen[bytes] | None,
+    *,
+    path: str = "/readiness",
+    within: float = 60,
+    what: str = "manager",
+) -> None:
+    """Until GET `url``path` answers 200; ProcessExitedError if `proc` exits first."""
+    deadline = time.monotonic() + within
+    while True:
+        if proc is not None and proc.poll() is not None:
+            raise ProcessExitedError(f"{what} exited ({proc.returncode})")
+        try:
+            if httpx.get(f"{url}{path}", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not become ready within {within:.0f} s")
+        time.sleep(0.1)
+
+
 @contextmanager
 def manager_process(
     database_url: str, *, log: Path | None = None, args: Sequence[str] = (), **env: str
@@ -47,19 +74,11 @@ def manager_process(
     )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                said = proc.stderr.read().decode() if proc.stderr else f"see {log}"
-                raise RuntimeError(f"manager exited: {said}")
-            try:
-                if httpx.get(f"{base_url}/readiness", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("manager did not become ready within 30 s")
-            time.sleep(0.1)
+        try:
+            wait_ready(base_url, proc, within=30)
+        except ProcessExitedError:
+            said = proc.stderr.read().decode() if proc.stderr else f"see {log}"
+            raise RuntimeError(f"manager exited: {said}") from None
         yield base_url
     finally:
         proc.terminate()
