@@ -1,5 +1,6 @@
-"""A worker process for the chaos test: SDK Worker with a 2 s lease, requests spread
-round-robin over the manager replicas given in CHAOS_MANAGERS (comma-separated)."""
+"""A worker process for the chaos test: SDK Worker with a 2 s lease, its requests sent to
+the deployment's one URL (the balancer in front of the replicas) with the worker token in
+CHAOS_TOKEN (none on a deployment without authentication)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from typing import Any
 from jobnik_sdk import JobnikClient, TaskContext
 
 from ..support.worker_main import run_worker
-from .round_robin import RoundRobinTransport
 
 
 async def handle(data: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
@@ -23,8 +23,7 @@ async def handle(data: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
 
 
 def connect() -> JobnikClient:
-    managers = os.environ["CHAOS_MANAGERS"].split(",")
-    return JobnikClient(managers[0], transport=RoundRobinTransport(managers))
+    return JobnikClient(os.environ["CHAOS_MANAGER_URL"], token=os.environ.get("CHAOS_TOKEN"))
 
 
 if __name__ == "__main__":

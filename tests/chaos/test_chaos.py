@@ -1,7 +1,9 @@
-"""Chaos on PostgreSQL: three manager processes behind a round-robin SDK client, eight
-worker processes killed with SIGKILL and restarted at random, 2,000 tasks over several
-multi-stage jobs. Afterwards every job is COMPLETED, nothing is IN_PROGRESS, every
-summary equals a recount, and the event log shows no task completed under two leases."""
+"""Chaos on the production profile (PostgreSQL, RabbitMQ, authentication on, metrics,
+JSON logs): three manager replicas behind the balancer's one URL, a producer with its
+token, eight worker processes with a worker token killed with SIGKILL and restarted at
+random, 2,000 tasks over several multi-stage jobs. Afterwards every job is COMPLETED,
+nothing is IN_PROGRESS, every summary equals a recount, the event log shows no task
+completed under two leases, and no replica answered with a server error."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import random
 import signal
 import subprocess
 from collections import Counter, defaultdict
-from contextlib import ExitStack
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,39 +20,56 @@ from sqlalchemy import func, select
 
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Job, Task
-from jobnik_sdk import JobnikClient, JobStatus, NewStage, NewTask
+from jobnik_sdk import JobStatus, NewStage, NewTask
 
 from ..support.api import unique
+from ..support.deployment import Deployment, deployment
 from ..support.invariants import assert_invariants
-from ..support.processes import manager_process, start_module
-from .round_robin import RoundRobinTransport
+from ..support.processes import start_module, stop
+from ..support.profiles import fresh_database
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 JOBS, STAGES, TASKS_PER_STAGE = 5, 2, 200  # 2,000 tasks
 WORKERS = 8
+REPLICAS = 3  # claims of one task can race on more than two processes
 KILL_EVERY = (0.3, 1.0)  # seconds between SIGKILLs
 
 
-def start_worker(managers: list[str], types: list[str], log: Path) -> subprocess.Popen[bytes]:
+def start_worker(d: Deployment, types: list[str], log: Path) -> subprocess.Popen[bytes]:
+    stage_types = ",".join(types)
     return start_module(
         "tests.chaos.chaos_worker",
         log,
-        CHAOS_MANAGERS=",".join(managers),
-        CHAOS_STAGE_TYPES=",".join(types),
+        CHAOS_MANAGER_URL=d.url,
+        CHAOS_TOKEN=d.worker_token(stage_types) or "",
+        CHAOS_STAGE_TYPES=stage_types,
     )
 
 
-async def test_chaos(pg_db: Database, tmp_path: Path) -> None:
+@pytest.fixture
+def production(
+    request: pytest.FixtureRequest, amqp_url: str, tmp_path: Path
+) -> Iterator[Deployment]:
+    with (
+        fresh_database(request) as url,
+        deployment(
+            "production",
+            tmp_path / "deployment",
+            postgres_url=url,
+            amqp_url=amqp_url,
+            replicas=REPLICAS,
+        ) as d,
+    ):
+        yield d
+
+
+async def test_chaos(production: Deployment, tmp_path: Path) -> None:
+    d = production
     types = [unique("chaos-a"), unique("chaos-b")]
     rng = random.Random(7)
     kills = 0
-    with ExitStack() as stack:
-        managers = [
-            stack.enter_context(manager_process(pg_db.url, JOBNIK_MAINTENANCE_INTERVAL="0.5"))
-            for _ in range(3)
-        ]
-        client = JobnikClient(managers[0], transport=RoundRobinTransport(managers))
+    async with d.client("producer") as client:
         job_ids = []
         for _ in range(JOBS):
             job = await client.create_job(
@@ -66,11 +85,9 @@ async def test_chaos(pg_db: Database, tmp_path: Path) -> None:
                 ],
             )
             job_ids.append(job.id)
-        workers = [
-            start_worker(managers, types, tmp_path / f"worker{i}.log") for i in range(WORKERS)
-        ]
+        workers = [start_worker(d, types, tmp_path / f"worker{i}.log") for i in range(WORKERS)]
         try:
-            deadline = asyncio.get_running_loop().time() + 600
+            deadline = asyncio.get_running_loop().time() + 500
             while True:
                 jobs = [await client.get_job(j) for j in job_ids]
                 if all(j.status is JobStatus.COMPLETED for j in jobs):
@@ -82,19 +99,33 @@ async def test_chaos(pg_db: Database, tmp_path: Path) -> None:
                 workers[victim].send_signal(signal.SIGKILL)
                 workers[victim].wait()
                 kills += 1
-                workers[victim] = start_worker(managers, types, tmp_path / f"worker{victim}.log")
+                workers[victim] = start_worker(d, types, tmp_path / f"worker{victim}.log")
         finally:
             for w in workers:
-                w.send_signal(signal.SIGTERM)
-            for w in workers:
-                try:
-                    w.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    w.kill()
-            await client.aclose()
+                stop(w)
+    answers = d.balancer_answers()
+    database = Database(d.database_url)
+    try:
+        await _check(database, kills)
+    finally:
+        await database.dispose()
+    # Every request went through the balancer with its role's token; none was refused,
+    # and no replica answered with a server error or died, whatever the workers' deaths
+    # cut short. (A 502 of the balancer's own, a pooled connection the replica closed
+    # as idle just as it was reused, is the balancer's and not counted here.)
+    assert all(replica.proc is not None and replica.proc.poll() is None for replica in d.replicas)
+    from_replicas = [e for e in answers["serverErrors"] if '"BAD_GATEWAY"' not in e["body"]]
+    assert from_replicas == [], from_replicas
+    by_role = Counter[str]()
+    for answer in answers["answers"]:
+        assert answer["status"] not in (401, 403), answer
+        by_role[answer["role"]] += answer["count"]
+    assert by_role["producer"] > 0 and by_role["worker"] > 0 and "anonymous" not in by_role
 
-    await assert_invariants(pg_db)
-    async with pg_db.sessions() as s:
+
+async def _check(db: Database, kills: int) -> None:
+    await assert_invariants(db)
+    async with db.sessions() as s:
         statuses = Counter(
             dict((await s.execute(select(Task.status, func.count()).group_by(Task.status))).all())
         )
@@ -138,6 +169,6 @@ async def test_chaos(pg_db: Database, tmp_path: Path) -> None:
     assert kills >= 5
     print(
         f"\nchaos: {total} tasks in {JOBS} jobs x {STAGES} stages, {WORKERS} workers over "
-        f"3 managers; {kills} SIGKILLs; {claims} claims, {reaped} leases reaped, "
+        f"{REPLICAS} managers; {kills} SIGKILLs; {claims} claims, {reaped} leases reaped, "
         f"{claims - total - reaped} other retries; each task completed once under one lease"
     )

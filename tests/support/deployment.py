@@ -119,14 +119,19 @@ class Deployment:
         return self.tokens.get(role) if self.auth else None
 
     def worker_token(self, stage_type: str) -> str | None:
-        """A worker token limited to `stage_type` (made on first use)."""
+        """A worker token limited to `stage_type` (made on first use); several types
+        comma-separated, as WORKER_STAGE_TYPE takes them, make one token for them all."""
         if not self.auth:
             return None
         key = f"worker:{stage_type}"
         if key not in self.tokens:
             answer = httpx.post(
                 f"{self.url}/v1/tokens",
-                json={"name": f"worker-{stage_type}", "role": "worker", "stageTypes": [stage_type]},
+                json={
+                    "name": f"worker-{stage_type}",
+                    "role": "worker",
+                    "stageTypes": stage_type.split(","),
+                },
                 headers={"authorization": f"Bearer {self.tokens['admin']}"},
                 timeout=30,
             )

@@ -1,0 +1,54 @@
+"""The deployments the end-to-end and slow tiers run against (docs/production.md): the
+production profile by default, and the minimal one for the scenarios that run on both.
+A folder's conftest imports `running` to offer it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from ..conftest import POSTGRES_URL, _admin
+from .deployment import Deployment, deployment
+from .soak_scenarios import STAGE_TYPES
+
+
+@contextmanager
+def fresh_database(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of an empty database of its own on the PostgreSQL server the other tiers
+    use (skipped, or failed when CI requires it, as they are when it is unreachable),
+    dropped afterwards."""
+    request.getfixturevalue("postgres_url")
+    url = f"{POSTGRES_URL}_profile_{uuid.uuid4().hex[:8]}"
+    name = url.rpartition("/")[2]
+    asyncio.run(_admin(url, f'CREATE DATABASE "{name}"'))
+    try:
+        yield url
+    finally:
+        asyncio.run(_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="module", params=["production", "minimal"])
+def running(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    """A deployment with one template worker per stage type of the scenarios, handing
+    out its producer, operator and worker tokens (none on minimal)."""
+    kind = request.param
+    logs = tmp_path_factory.mktemp(kind)
+    workers = {t: 1 for t in STAGE_TYPES}
+    if kind == "minimal":
+        with deployment("minimal", logs, stage_types=workers) as d:
+            yield d
+        return
+    amqp_url: str = request.getfixturevalue("amqp_url")
+    with (
+        fresh_database(request) as url,
+        deployment(
+            "production", logs, postgres_url=url, amqp_url=amqp_url, stage_types=workers
+        ) as d,
+    ):
+        yield d
