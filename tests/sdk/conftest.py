@@ -23,6 +23,7 @@ from jobnik_sdk.testing import FakeClock, FakeJobnik, FakeManager
 from ..support.api import Api
 from ..support.apps import app_on
 from ..support.invariants import assert_invariants
+from ..support.profiles import running  # noqa: F401  (the end-to-end tests' deployments)
 
 # What the SDK tests run against: the manager through the SDK, or the fake.
 Surface = JobnikClient | FakeJobnik

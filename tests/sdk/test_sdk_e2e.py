@@ -1,21 +1,21 @@
-"""End to end on PostgreSQL: a real manager process, worker processes started from
-worker-boilerplate (`python -m tile_render_worker`), and the SDK as the producer."""
+"""End to end on the production profile (PostgreSQL, RabbitMQ, authentication on, two
+replicas behind one URL) and on the minimal one (SQLite, no authentication, polling):
+worker processes started from worker-boilerplate (`python -m tile_render_worker`) with
+a worker token of their stage types, the SDK as the producer and the operator."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
 from collections.abc import Awaitable, Callable
-from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
 from jobnik_manager.db.engine import Database
 from jobnik_sdk import (
-    JobnikClient,
     JobStatus,
     NewStage,
     NewTask,
@@ -24,15 +24,39 @@ from jobnik_sdk import (
 )
 
 from ..support.api import unique
+from ..support.deployment import Deployment
 from ..support.invariants import assert_invariants
-from ..support.processes import manager_process
-from .workers import worker_process
+from ..support.processes import stop
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 T = TypeVar("T")
 POLL = timedelta(milliseconds=100)
 DEADLINE = timedelta(seconds=60)
+HANDLER = "tests.sdk.e2e_handlers:handle"
+
+
+def start_worker(
+    running: Deployment, stage_types: str, name: str, **env: str
+) -> subprocess.Popen[bytes]:
+    """A template worker running tests.sdk.e2e_handlers:handle, one task at a time."""
+    return running.start_worker(
+        stage_types,
+        name=name,
+        WORKER_HANDLER=HANDLER,
+        WORKER_CONCURRENCY="1",
+        WORKER_POLL_INITIAL_SECONDS="0.05",
+        WORKER_POLL_MAX_SECONDS="0.2",
+        **env,
+    )
+
+
+async def assert_invariants_of(running: Deployment) -> None:
+    database = Database(running.database_url)
+    try:
+        await assert_invariants(database)
+    finally:
+        await database.dispose()
 
 
 def tile(x: int, y: int, zoom: int, *, max_attempts: int = 1, **asked: Any) -> NewTask:
@@ -49,28 +73,22 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], what: str) -> T:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.mark.parametrize("dispatch", ["polling", "rabbitmq"])
 async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
-    pg_db: Database, tmp_path: Path, dispatch: str, request: pytest.FixtureRequest
+    running: Deployment,
 ) -> None:
     prepare, render, publish = unique("prepare"), unique("render"), unique("publish")
     types = f"{prepare},{render},{publish}"
-    manager_env: dict[str, str] = {}
     worker_env: dict[str, str] = {}
-    if dispatch == "rabbitmq":
-        amqp_url: str = request.getfixturevalue("amqp_url")
-        manager_env["JOBNIK_AMQP_URL"] = amqp_url
+    if running.amqp_url:
         # Woken by messages only: a safety poll longer than the test proves they arrive.
-        worker_env = {"WORKER_AMQP_URL": amqp_url, "WORKER_SAFETY_POLL_SECONDS": "300"}
-    with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url, **manager_env))
-        workers = [
-            stack.enter_context(
-                worker_process(url, types, tmp_path / f"worker{i}.log", **worker_env)
-            )
-            for i in (1, 2)
-        ]
-        async with JobnikClient(url) as jobnik:
+        worker_env["WORKER_SAFETY_POLL_SECONDS"] = "300"
+    names = [unique("e2e-worker") for _ in range(2)]
+    workers = [start_worker(running, types, name, **worker_env) for name in names]
+    try:
+        async with (
+            running.client("producer") as jobnik,
+            running.client("operator") as operator,
+        ):
             job = await jobnik.create_job(
                 unique("e2e"),
                 stages=[
@@ -100,7 +118,7 @@ async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
             assert (stages[1].summary.pending, stages[1].summary.total) == (7, 7)
             assert (await jobnik.get_job(job.id)).percentage == 33
 
-            await jobnik.approve_stage(stages[1].id)
+            await operator.approve_stage(stages[1].id)
             done = await jobnik.wait(job.id, poll_interval=POLL, timeout=DEADLINE)
             assert (done.status, done.percentage) == (JobStatus.COMPLETED, 100)
 
@@ -116,6 +134,7 @@ async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
             assert [(t.attempts, t.max_attempts) for t in flaky] == [(1, 2)]
             assert sum(t.attempts for t in tasks) == 1
             assert {t.user_metadata["pid"] for t in tasks} == {w.pid for w in workers}
+            assert {t.worker for t in tasks} == set(names)
 
             # NonRetryableError fails the task at once, whatever attempts remain.
             doomed = await jobnik.create_job(
@@ -133,55 +152,59 @@ async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
             assert [(t.status, t.attempts, t.reason) for t in stage.tasks] == [
                 (TaskStatus.FAILED, 1, "this tile can never be rendered")
             ]
+    finally:
+        for worker in workers:
+            stop(worker)
 
     assert [w.returncode for w in workers] == [0, 0]
-    await assert_invariants(pg_db)
-    if dispatch == "rabbitmq":
-        for i in (1, 2):
-            log = (tmp_path / f"worker{i}.log").read_text()
+    await assert_invariants_of(running)
+    if running.amqp_url:
+        for name in names:
+            log = (running.logs / f"worker-{name}.log").read_text()
             assert "listening for wake-ups" in log, log
 
 
-async def test_sigterm_in_the_middle_of_a_task_lets_it_complete(
-    pg_db: Database, tmp_path: Path
-) -> None:
+async def test_sigterm_in_the_middle_of_a_task_lets_it_complete(running: Deployment) -> None:
     kind = unique("slow")
-    log = tmp_path / "worker.log"
-    with manager_process(pg_db.url) as url:
-        async with JobnikClient(url) as jobnik:
-            job = await jobnik.create_job(
-                unique("e2e-sigterm"),
-                stages=[NewStage(type=kind, tasks=[tile(0, 0, 0, sleepSeconds=2)])],
-            )
-            assert job.stages is not None and job.stages[0].tasks is not None
-            task_id = job.stages[0].tasks[0].id
-            with worker_process(url, kind, log, WORKER_SHUTDOWN_GRACE_SECONDS="30") as proc:
+    name = unique("sigterm-worker")
+    log = running.logs / f"worker-{name}.log"
+    async with running.client("producer") as jobnik:
+        job = await jobnik.create_job(
+            unique("e2e-sigterm"),
+            stages=[NewStage(type=kind, tasks=[tile(0, 0, 0, sleepSeconds=2)])],
+        )
+        assert job.stages is not None and job.stages[0].tasks is not None
+        task_id = job.stages[0].tasks[0].id
+        proc = start_worker(running, kind, name, WORKER_SHUTDOWN_GRACE_SECONDS="30")
+        try:
 
-                async def running() -> bool | None:
-                    task = await jobnik.get_task(task_id)
-                    return True if task.status is TaskStatus.IN_PROGRESS else None
+            async def claimed() -> bool | None:
+                task = await jobnik.get_task(task_id)
+                return True if task.status is TaskStatus.IN_PROGRESS else None
 
-                await eventually(running, "the worker to claim the task")
+            await eventually(claimed, "the worker to claim the task")
 
-                async def handler_started() -> bool | None:
-                    # Claimed is not started: a task claimed but not yet begun when the
-                    # signal comes is handed back instead, by design.
-                    return True if "started (attempt" in log.read_text() else None
+            async def handler_started() -> bool | None:
+                # Claimed is not started: a task claimed but not yet begun when the
+                # signal comes is handed back instead, by design.
+                return True if "started (attempt" in log.read_text() else None
 
-                await eventually(handler_started, "the handler to start")
-                sent_at = datetime.now(UTC)
-                proc.send_signal(signal.SIGTERM)
-                code = await asyncio.to_thread(proc.wait, 30)
-            assert code == 0, log.read_text()
+            await eventually(handler_started, "the handler to start")
+            sent_at = datetime.now(UTC)
+            proc.send_signal(signal.SIGTERM)
+            code = await asyncio.to_thread(proc.wait, 30)
+        finally:
+            stop(proc)
+        assert code == 0, log.read_text()
 
-            task = await jobnik.get_task(task_id)
-            assert task.status is TaskStatus.COMPLETED
-            assert task.end_time is not None and task.end_time > sent_at
-            in_progress = await jobnik.list_tasks(stage_type=kind, status=TaskStatus.IN_PROGRESS)
-            assert in_progress.total == 0
-            assert (await jobnik.get_job(job.id)).status is JobStatus.COMPLETED
+        task = await jobnik.get_task(task_id)
+        assert task.status is TaskStatus.COMPLETED
+        assert task.end_time is not None and task.end_time > sent_at
+        in_progress = await jobnik.list_tasks(stage_type=kind, status=TaskStatus.IN_PROGRESS)
+        assert in_progress.total == 0
+        assert (await jobnik.get_job(job.id)).status is JobStatus.COMPLETED
     assert "SIGTERM received" in log.read_text()
-    await assert_invariants(pg_db)
+    await assert_invariants_of(running)
 
 
 def _summary(**counts: int) -> dict[str, int]:
