@@ -22,11 +22,11 @@ from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Job, Task
 from jobnik_sdk import JobStatus, NewStage, NewTask
 
+from ..support import profiles
 from ..support.api import unique
-from ..support.deployment import Deployment, deployment
+from ..support.deployment import Deployment
 from ..support.invariants import assert_invariants
 from ..support.processes import start_module, stop
-from ..support.profiles import fresh_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -48,19 +48,8 @@ def start_worker(d: Deployment, types: list[str], log: Path) -> subprocess.Popen
 
 
 @pytest.fixture
-def production(
-    request: pytest.FixtureRequest, amqp_url: str, tmp_path: Path
-) -> Iterator[Deployment]:
-    with (
-        fresh_database(request) as url,
-        deployment(
-            "production",
-            tmp_path / "deployment",
-            postgres_url=url,
-            amqp_url=amqp_url,
-            replicas=REPLICAS,
-        ) as d,
-    ):
+def production(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deployment]:
+    with profiles.production(request, tmp_path / "deployment", replicas=REPLICAS) as d:
         yield d
 
 

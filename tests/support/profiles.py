@@ -8,6 +8,8 @@ import asyncio
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +33,18 @@ def fresh_database(request: pytest.FixtureRequest) -> Iterator[str]:
         asyncio.run(_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+@contextmanager
+def production(request: pytest.FixtureRequest, logs: Path, **options: Any) -> Iterator[Deployment]:
+    """The production profile on a database of its own and the broker the other tiers
+    use; `options` as `deployment` takes them."""
+    amqp_url: str = request.getfixturevalue("amqp_url")
+    with (
+        fresh_database(request) as url,
+        deployment("production", logs, postgres_url=url, amqp_url=amqp_url, **options) as d,
+    ):
+        yield d
+
+
 @pytest.fixture(scope="module", params=["production", "minimal"])
 def running(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -43,12 +57,6 @@ def running(
     if kind == "minimal":
         with deployment("minimal", logs, stage_types=workers) as d:
             yield d
-        return
-    amqp_url: str = request.getfixturevalue("amqp_url")
-    with (
-        fresh_database(request) as url,
-        deployment(
-            "production", logs, postgres_url=url, amqp_url=amqp_url, stage_types=workers
-        ) as d,
-    ):
-        yield d
+    else:
+        with production(request, logs, stage_types=workers) as d:
+            yield d
