@@ -53,7 +53,12 @@ class Balancer:
         # Claims may be held open for a while (long polls): no read limit of our own.
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(None, connect=2.0),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=200),
+            # Idle connections dropped well before the managers' own keep-alive timeout
+            # (uvicorn's 5 s): otherwise a request may go out on a connection the manager
+            # is closing at that moment, and is lost unanswered.
+            limits=httpx.Limits(
+                max_connections=None, max_keepalive_connections=200, keepalive_expiry=2.0
+            ),
         )
         self.answers: Counter[tuple[str, int]] = Counter()
         self.trace_exports = 0
