@@ -1,13 +1,16 @@
-"""Push dispatch end to end on PostgreSQL and RabbitMQ: a manager process with the relay,
-worker processes woken over RabbitMQ. The broker may go away mid-run, messages may be
-duplicated or stray; the database decides, so nothing is lost or run twice."""
+"""Push dispatch end to end on the production profile (PostgreSQL, RabbitMQ, authentication
+on, two replicas with the relay behind one URL): worker processes with a worker token,
+woken over RabbitMQ. The broker may go away mid-run, messages may be duplicated or
+stray; the database decides, so nothing is lost or run twice."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 from collections import Counter
+from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -21,11 +24,40 @@ from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, OutboxMessage
 
 from ..reliability.test_worker_reliability import marker_worker, until
+from ..support import profiles
 from ..support.api import unique
+from ..support.deployment import Deployment
 from ..support.invariants import assert_invariants
-from ..support.processes import manager_process
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(scope="module")
+def production(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    with profiles.production(request, tmp_path_factory.mktemp("production")) as d:
+        yield d
+
+
+@pytest.fixture
+async def database(production: Deployment) -> AsyncIterator[Database]:
+    found = Database(production.database_url)
+    try:
+        yield found
+    finally:
+        await found.dispose()
+
+
+def worker(
+    d: Deployment, stage_type: str, markers: Path, name: str, **env: str
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """marker_worker on the deployment, woken over its broker, with a worker token."""
+    token = d.worker_token(stage_type) or ""
+    assert d.amqp_url is not None
+    return marker_worker(
+        d.url, stage_type, markers, name, MARKER_AMQP=d.amqp_url, MARKER_TOKEN=token, **env
+    )
 
 
 def broker(action: str) -> None:
@@ -66,19 +98,16 @@ async def add_job(http: httpx.AsyncClient, kind: str, n: int, start: int) -> str
 
 
 async def test_the_run_survives_the_broker_going_away_and_the_outbox_drains(
-    pg_db: Database, amqp_url: str, tmp_path: Path
+    production: Deployment, database: Database, tmp_path: Path
 ) -> None:
     kind = unique("outage")
     total, batch = 500, 25
     with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url, JOBNIK_AMQP_URL=amqp_url))
         for i in range(2):
-            stack.enter_context(
-                marker_worker(
-                    url, kind, tmp_path, f"w{i}", MARKER_AMQP=amqp_url, MARKER_CONCURRENCY="4"
-                )
-            )
-        async with httpx.AsyncClient(base_url=url) as http:
+            stack.enter_context(worker(production, kind, tmp_path, f"w{i}", MARKER_CONCURRENCY="4"))
+        async with httpx.AsyncClient(
+            base_url=production.url, headers=production.headers("producer"), timeout=30
+        ) as http:
             await asyncio.sleep(1)  # workers connected and idle
             job_ids: list[str] = []
             stopped = False
@@ -104,13 +133,13 @@ async def test_the_run_survives_the_broker_going_away_and_the_outbox_drains(
                 return True
 
             await until(jobs_done, "every job to complete", seconds=120)
-        await until(lambda: _is_zero(outbox_size(pg_db)), "the outbox to drain", seconds=60)
+        await until(lambda: _is_zero(outbox_size(database)), "the outbox to drain", seconds=60)
 
     starts = starts_per_task(tmp_path)
     assert len(starts) == total and set(starts.values()) == {1}, "a task ran twice or never"
-    claims = await claims_per_task(pg_db)
+    claims = await claims_per_task(database)
     assert len(claims) == total and set(claims.values()) == {1}
-    await assert_invariants(pg_db)
+    await assert_invariants(database)
 
 
 async def _is_zero(size: Any) -> bool:
@@ -118,14 +147,19 @@ async def _is_zero(size: Any) -> bool:
 
 
 async def test_duplicate_and_stray_wake_ups_are_harmless(
-    pg_db: Database, amqp_url: str, tmp_path: Path
+    production: Deployment, database: Database, tmp_path: Path
 ) -> None:
     kind = unique("dupes")
+    assert production.amqp_url is not None
     with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url, JOBNIK_AMQP_URL=amqp_url))
-        worker = stack.enter_context(marker_worker(url, kind, tmp_path, "w", MARKER_AMQP=amqp_url))
-        connection = await aio_pika.connect(amqp_url)
-        async with connection, httpx.AsyncClient(base_url=url) as http:
+        proc = stack.enter_context(worker(production, kind, tmp_path, "w"))
+        connection = await aio_pika.connect(production.amqp_url)
+        async with (
+            connection,
+            httpx.AsyncClient(
+                base_url=production.url, headers=production.headers("producer"), timeout=30
+            ) as http,
+        ):
             channel = await connection.channel()
             exchange = await channel.get_exchange("jobnik")
             body = {
@@ -160,7 +194,7 @@ async def test_duplicate_and_stray_wake_ups_are_harmless(
 
             await until(queue_empty, "every wake-up to be acknowledged")
             await queue.delete(if_unused=False, if_empty=False)
-            assert worker.poll() is None, "the worker died of the noise"
+            assert proc.poll() is None, "the worker died of the noise"
     starts = starts_per_task(tmp_path)
     assert len(starts) == 20 and set(starts.values()) == {1}
-    await assert_invariants(pg_db)
+    await assert_invariants(database)

@@ -53,7 +53,9 @@ async def handle(data: dict[str, Any], ctx: TaskContext) -> None:
 
 if __name__ == "__main__":
     run_worker(
-        lambda: NumberedHeartbeats(os.environ["MARKER_MANAGER"]),
+        lambda: NumberedHeartbeats(
+            os.environ["MARKER_MANAGER"], token=os.environ.get("MARKER_TOKEN") or None
+        ),
         stage_types=os.environ["MARKER_STAGE_TYPES"].split(","),
         handler=handle,
         concurrency=int(os.environ.get("MARKER_CONCURRENCY", "1")),
