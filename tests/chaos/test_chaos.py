@@ -3,7 +3,7 @@ JSON logs): three manager replicas behind the balancer's one URL, a producer wit
 token, eight worker processes with a worker token killed with SIGKILL and restarted at
 random, 2,000 tasks over several multi-stage jobs. Afterwards every job is COMPLETED,
 nothing is IN_PROGRESS, every summary equals a recount, the event log shows no task
-completed under two leases, and no replica answered with a server error."""
+completed under two leases, and no request was answered with a server error."""
 
 from __future__ import annotations
 
@@ -99,12 +99,10 @@ async def test_chaos(production: Deployment, tmp_path: Path) -> None:
     finally:
         await database.dispose()
     # Every request went through the balancer with its role's token; none was refused,
-    # and no replica answered with a server error or died, whatever the workers' deaths
-    # cut short. (A 502 of the balancer's own, a pooled connection the replica closed
-    # as idle just as it was reused, is the balancer's and not counted here.)
+    # none answered with a server error, and no replica died, whatever the workers'
+    # deaths cut short.
     assert all(replica.proc is not None and replica.proc.poll() is None for replica in d.replicas)
-    from_replicas = [e for e in answers["serverErrors"] if '"BAD_GATEWAY"' not in e["body"]]
-    assert from_replicas == [], from_replicas
+    assert answers["serverErrors"] == [], answers["serverErrors"]
     by_role = Counter[str]()
     for answer in answers["answers"]:
         assert answer["status"] not in (401, 403), answer
