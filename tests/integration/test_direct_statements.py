@@ -240,3 +240,31 @@ async def test_a_first_claim_starts_its_stages_and_jobs_in_the_same_commit(
     assert outbox.written.is_set() == announce
     monkeypatch.undo()
     await assert_invariants(pg_db)
+
+
+async def test_a_create_whose_commit_broke_is_not_run_again(
+    pg_api: Api, pg_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection breaks as the COMMIT of a create is answered: the job exists, and
+    run again the transaction would make a second one. It answers 503 and leaves one."""
+    commit = asyncpg.transaction.Transaction.commit
+    broken: list[bool] = []
+
+    async def answer_lost(self: asyncpg.transaction.Transaction) -> None:
+        await commit(self)
+        if not broken:
+            broken.append(True)
+            self._connection.terminate()
+            raise asyncpg.ConnectionDoesNotExistError(
+                "connection was closed in the middle of operation"
+            )
+
+    name = unique("once")
+    monkeypatch.setattr(asyncpg.transaction.Transaction, "commit", answer_lost)
+    answer = await pg_api.http.post("/v1/jobs", json={"name": name, "data": {}})
+    monkeypatch.undo()
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["code"] == "DATABASE_RELATED_ERROR"
+    assert broken == [True]
+    listed = await pg_api.call("GET", "/v1/jobs", params={"job_name": name})
+    assert len(listed["items"] if isinstance(listed, dict) else listed) == 1

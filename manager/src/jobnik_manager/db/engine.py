@@ -176,19 +176,26 @@ class Database:
         """Run `work` in a fresh transaction and commit it.
 
         A deadlock or serialization failure rolls back and runs it again, so `work`
-        must not have effects outside the session.
+        must not have effects outside the session. So does a connection that broke
+        before the COMMIT was sent; one that broke during the COMMIT is not run again
+        (it may have committed: a create run twice would make two jobs), and the error
+        reaches the caller as the database being away.
         """
+        committing = False
 
         async def once() -> T:
+            nonlocal committing
+            committing = False
             async with self.sessions() as session:
                 async with session.begin():
                     result = await work(session)
                     for hook in self.hooks:
                         await hook.before_commit(session)
+                    committing = True  # leaving the block sends the COMMIT
                 self.committed(session.info)
                 return result
 
-        return await _retried(once)
+        return await _retried(once, may_replay=lambda: not committing)
 
     def committed(self, info: Mapping[str, Any]) -> None:
         """Run the after-commit hooks: for a transaction, and for work committed outside
