@@ -396,3 +396,34 @@ async def test_a_limited_worker_cannot_claim_past_its_stage_types_with_a_long_bo
     assert answer.json()["code"] == "FORBIDDEN"
     claimed = await authed.call("worker-b", "POST", "/v1/tasks/claim", {"stageTypes": [B]})
     assert len(claimed.json()["items"]) == 1  # still there for a worker of its type
+
+
+@pytest.mark.postgres_only
+async def test_a_token_lookup_whose_database_went_away_answers_503(
+    pg_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token is looked up in a middleware, where the app's handlers cannot answer: a
+    connection lost as that lookup commits (a database restarting) is a 503 to retry,
+    not a 500."""
+    import asyncpg
+
+    made = await pg_db.transaction(lambda s: tokens.create(s, "ops", Role.OPERATOR))
+    commit = asyncpg.transaction.Transaction.commit
+
+    async def answer_lost(self: asyncpg.transaction.Transaction) -> None:
+        await commit(self)
+        self._connection.terminate()
+        raise asyncpg.ConnectionDoesNotExistError(
+            "connection was closed in the middle of operation"
+        )
+
+    with app_on(pg_db, Settings(database_url=pg_db.url, auth="on")) as app:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://m") as http:
+            monkeypatch.setattr(asyncpg.transaction.Transaction, "commit", answer_lost)
+            answer = await http.get("/v1/jobs", headers={"authorization": f"Bearer {made.token}"})
+            monkeypatch.undo()
+            again = await http.get("/v1/jobs", headers={"authorization": f"Bearer {made.token}"})
+    assert (answer.status_code, answer.json()["code"]) == (503, "DATABASE_RELATED_ERROR")
+    assert answer.headers["retry-after"] == "1"
+    assert again.status_code == 200

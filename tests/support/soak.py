@@ -126,13 +126,15 @@ class Soak:
         by retention, one that 404s before was lost."""
         while not until():
             for record in [j for j in self.jobs if j.final is None and not j.vanished]:
+                # As it was before the read: a replay may follow a FAILED read meanwhile.
+                steered = record.steered
                 try:
                     job = await persist("observe", lambda r=record: operator.get_job(r.job_id))
                 except NotFoundError:
                     record.vanished = True
                     self.errors.append(f"job {record.job_id} ({record.scenario.name}) vanished")
                     continue
-                if job.status.is_final and record.steered:
+                if job.status.is_final and steered:
                     record.final = job.status.value
             for record in [j for j in self.jobs if j.final is not None and not j.deleted][:20]:
                 with contextlib.suppress(NotFoundError):

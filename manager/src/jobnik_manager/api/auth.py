@@ -40,7 +40,7 @@ from ..domain.auth import (
 from ..observe.http import RouteTemplates
 from ..services import ownership, tokens
 from .body_scan import Refusal, invalid, larger_than, scan
-from .errors import error_body
+from .errors import database_away, error_body
 from .replay import read_body, replay
 
 _OPEN = {
@@ -153,7 +153,16 @@ class Authenticator:
             body = _Body(data, complete)
         # One transaction: the token, and what the rule needs of the entity named.
         db: Database = self.api.state.database
-        found = await db.transaction(_lookup(token, action, route, params, body, self.limits))
+        try:
+            found = await db.transaction(_lookup(token, action, route, params, body, self.limits))
+        except Exception as exc:
+            # Out here the app's handlers cannot answer it: the database being away is
+            # a 503 for the client to retry, not a server error.
+            away = database_away(exc)
+            if away is None:
+                raise
+            await away(scope, receive, send)
+            return
         principal = found.principal
         if principal is None:
             await _refuse(scope, receive, send, 401, "UNAUTHORIZED", "the token is not valid")

@@ -92,6 +92,28 @@ def _template(path: str) -> re.Pattern[str]:
     return re.compile("".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts))
 
 
+_DATABASE_ERRORS = (
+    DBAPIError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    OSError,
+)
+
+
+def database_away(exc: BaseException) -> JSONResponse | None:
+    """The 503 for an error that means the database is away (or a conflict still there
+    after the retries, which is as passing); None for any other error."""
+    if not (isinstance(exc, _DATABASE_ERRORS) and (is_unavailable(exc) or is_conflict(exc))):
+        return None
+    log.warning("database unavailable: %s", exc)
+    return JSONResponse(
+        error_body("The database is unavailable; try again shortly", "DATABASE_RELATED_ERROR"),
+        status_code=503,
+        headers={"Retry-After": RETRY_AFTER_SECONDS},
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(_: Request, exc: DomainError) -> JSONResponse:
@@ -130,16 +152,15 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(asyncpg.InternalClientError)
     @app.exception_handler(OSError)
     async def _database(request: Request, exc: Exception) -> JSONResponse:
-        if not (is_unavailable(exc) or is_conflict(exc)):
-            return await _unexpected(request, exc)
-        log.warning("database unavailable: %s", exc)
-        return JSONResponse(
-            error_body("The database is unavailable; try again shortly", "DATABASE_RELATED_ERROR"),
-            status_code=503,
-            headers={"Retry-After": RETRY_AFTER_SECONDS},
-        )
+        answer = database_away(exc)
+        return answer if answer is not None else await _unexpected(request, exc)
 
+    # Errors raised in a middleware (the authenticator's token lookup) skip the handlers
+    # by type and come here: the database being away is a 503 there too.
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        answer = database_away(exc)
+        if answer is not None:
+            return answer
         log.error("unhandled error", exc_info=exc)
         return JSONResponse(error_body("Internal Server Error", "UNKNOWN_ERROR"), status_code=500)
