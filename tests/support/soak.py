@@ -24,6 +24,7 @@ import itertools
 import logging
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -291,7 +292,12 @@ async def run_soak(
     `logs`, soak it for `minutes`, and answer the report."""
     if fault_every is None:
         fault_every = max(15.0, minutes * 60 / 24)
-    with private_postgres(logs / "postgres") as server:
+    # Its own folder under the system's temporary one: the server runs as the postgres
+    # user, who may not enter `logs` (pytest's are private to their owner).
+    with (
+        tempfile.TemporaryDirectory(prefix="jobnik-soak-") as place,
+        private_postgres(Path(place)) as server,
+    ):
         conn = await asyncpg.connect(asyncpg_dsn(server.url("postgres")))
         try:
             await conn.execute("CREATE DATABASE jobnik")
