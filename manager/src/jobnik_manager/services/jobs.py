@@ -116,18 +116,20 @@ async def stages_by_job(s: AsyncSession, job_ids: list[uuid.UUID]) -> dict[uuid.
 
 async def change_priority(s: AsyncSession, job_id: uuid.UUID, priority: Priority) -> bool:
     """Returns False when the job already had this priority (nothing changes)."""
-    job = await load_job(s, job_id, lock=True)
-    if job.priority == priority:
+    if (await load_job(s, job_id)).priority == priority:
         return False
-    job.priority = priority
-    job.update_time = now_in(s)
-    # The claim index orders by the task's copy of the priority.
+    # The claim index orders by the task's copy of the priority. Tasks first, the job
+    # row last, in the order a claim takes them (tasks, stages, jobs): the other way a
+    # first claim of the job and this deadlock, and one waits a second to be told.
     await s.execute(
         update(Task)
         .where(Task.job_id == job_id)
         .values(priority_rank=priority.rank)
         .execution_options(synchronize_session=False)
     )
+    job = await load_job(s, job_id, lock=True)
+    job.priority = priority
+    job.update_time = now_in(s)
     return True
 
 
