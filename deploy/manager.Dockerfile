@@ -9,8 +9,12 @@
 # database migrations (the compose file and the Helm chart do this in a
 # one-shot container before the server starts).
 
+# The base of both stages: any image with Python 3.11 or newer and its venv module
+# (`--build-arg BASE_IMAGE=...` for a local one where no registry is reachable).
+ARG BASE_IMAGE=python:3.12-slim
+
 # --- build: resolve the locked dependencies into a virtualenv ----------------
-FROM python:3.12-slim AS build
+FROM ${BASE_IMAGE} AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -19,10 +23,12 @@ ENV PIP_NO_CACHE_DIR=1 \
     UV_PYTHON_DOWNLOADS=never \
     UV_PROJECT_ENVIRONMENT=/opt/venv
 
-# Unpinned on purpose: uv.lock, not uv's version, fixes what gets installed, and
-# a current uv reads every lock format.
+# uv in a virtualenv of its own: a distribution's Python refuses system-wide installs
+# (PEP 668). Unpinned on purpose: uv.lock, not uv's version, fixes what gets installed,
+# and a current uv reads every lock format.
 # hadolint ignore=DL3013
-RUN pip install uv
+RUN python3 -m venv /opt/uv && /opt/uv/bin/pip install --no-cache-dir uv \
+    && ln -s /opt/uv/bin/uv /usr/local/bin/uv
 
 WORKDIR /src
 
@@ -49,9 +55,8 @@ RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --locked --no-dev --no-editable --package jobnik-manager
 
 # --- runtime -----------------------------------------------------------------
-# Same base image as the build stage: the virtualenv's interpreter links to
-# /usr/local/bin/python3.12.
-FROM python:3.12-slim
+# Same base image as the build stage: the virtualenv's interpreter links to its Python.
+FROM ${BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -67,6 +72,10 @@ USER 10001
 WORKDIR /home/jobnik
 
 EXPOSE 8080
+# Healthy once the server answers /readiness with 200 (the database is reachable); the
+# image has no curl, and urlopen raises on a 503. JOBNIK_PORT moves the port.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/readiness' % os.environ.get('JOBNIK_PORT', '8080'), timeout=4)"]
 # Exec form: the server is PID 1 and receives SIGTERM itself.
 ENTRYPOINT ["jobnik-manager"]
 CMD ["serve", "--host", "0.0.0.0"]

@@ -7,8 +7,12 @@
 # A worker project of its own (`jobnik-worker new`) builds from its own directory with
 # its own Dockerfile instead: worker-boilerplate/Dockerfile is that one's template.
 
+# The base of both stages: any image with Python 3.11 or newer and its venv module
+# (`--build-arg BASE_IMAGE=...` for a local one where no registry is reachable).
+ARG BASE_IMAGE=python:3.12-slim
+
 # --- build: resolve the locked dependencies into a virtualenv ----------------
-FROM python:3.12-slim AS build
+FROM ${BASE_IMAGE} AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -17,9 +21,11 @@ ENV PIP_NO_CACHE_DIR=1 \
     UV_PYTHON_DOWNLOADS=never \
     UV_PROJECT_ENVIRONMENT=/opt/venv
 
-# Unpinned on purpose: uv.lock, not uv's version, fixes what gets installed.
+# uv in a virtualenv of its own: a distribution's Python refuses system-wide installs
+# (PEP 668). Unpinned on purpose: uv.lock, not uv's version, fixes what gets installed.
 # hadolint ignore=DL3013
-RUN pip install uv
+RUN python3 -m venv /opt/uv && /opt/uv/bin/pip install --no-cache-dir uv \
+    && ln -s /opt/uv/bin/uv /usr/local/bin/uv
 
 WORKDIR /src
 
@@ -42,11 +48,12 @@ RUN --mount=type=cache,target=/root/.cache/uv \
 
 # --- runtime -----------------------------------------------------------------
 # Same base image as the build stage: the virtualenv's interpreter links to it.
-FROM python:3.12-slim
+FROM ${BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PATH=/opt/venv/bin:$PATH
+    PATH=/opt/venv/bin:$PATH \
+    WORKER_HEALTH_FILE=/tmp/worker-health
 
 COPY --from=build /opt/venv /opt/venv
 
@@ -58,4 +65,8 @@ WORKDIR /home/worker
 # On SIGTERM the worker stops claiming and lets running tasks finish for up to
 # WORKER_SHUTDOWN_GRACE_SECONDS; the exec form makes the worker PID 1, so it gets it.
 STOPSIGNAL SIGTERM
+# Healthy while the worker runs and its event loop answers: it touches
+# WORKER_HEALTH_FILE every 5 s (a handler that blocks the loop makes it stale).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["python", "-m", "jobnik_sdk.health", "/tmp/worker-health"]
 ENTRYPOINT ["tile-render-worker"]

@@ -72,7 +72,10 @@ def compose() -> dict[str, Any]:
 
 def test_compose_services_start_in_order(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"postgres", "rabbitmq", "manager-migrate", "manager", "worker"}
+    assert set(services) == {
+        "postgres", "rabbitmq", "manager-migrate", "manager", "worker", "prometheus"
+    }  # fmt: skip
+    assert services["prometheus"]["profiles"] == ["monitoring"]
     assert services["manager-migrate"]["command"] == ["migrate"]
     assert services["manager-migrate"]["depends_on"] == {
         "postgres": {"condition": "service_healthy"}
@@ -81,9 +84,11 @@ def test_compose_services_start_in_order(compose: dict[str, Any]) -> None:
     assert manager_deps["manager-migrate"] == {"condition": "service_completed_successfully"}
     assert manager_deps["rabbitmq"] == {"condition": "service_healthy"}
     assert services["worker"]["depends_on"]["manager"] == {"condition": "service_healthy"}
-    for name in ("postgres", "rabbitmq", "manager"):
+    for name in ("postgres", "rabbitmq"):
         assert services[name]["healthcheck"]["test"], name
-    assert "/readiness" in " ".join(services["manager"]["healthcheck"]["test"])
+    # The manager's and the worker's health checks are their images' own HEALTHCHECKs.
+    assert "/readiness" in (DEPLOY / "manager.Dockerfile").read_text().split("HEALTHCHECK")[1]
+    assert "jobnik_sdk.health" in (DEPLOY / "worker.Dockerfile").read_text()
 
 
 def test_compose_urls_agree(compose: dict[str, Any]) -> None:
@@ -104,7 +109,7 @@ def test_compose_urls_agree(compose: dict[str, Any]) -> None:
     worker = services["worker"]["environment"]
     assert worker["WORKER_AMQP_URL"] == amqp_url
     assert worker["WORKER_MANAGER_URL"] == "http://manager:8080"
-    assert "8080:8080" in services["manager"]["ports"][0]
+    assert services["manager"]["ports"][0] == "127.0.0.1:${JOBNIK_HTTP_PORT:-8080}:8080"
 
 
 WORKER_TEMPLATE = ROOT / "worker-boilerplate"

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from datetime import timedelta
 from functools import partial
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -24,6 +25,7 @@ from ._consumer import MAX_CLAIM_WAIT, ConsumerClient
 from ._context_cache import ContextCache
 from ._exceptions import ApiError, JobnikTransportError, RetryLaterError
 from ._handler import Handler, data_binder
+from ._health import keep_fresh
 from ._leases import LeaseKeeper
 from ._logs import WorkerLog
 from ._metrics import Meter, serve, worker_metrics
@@ -122,6 +124,10 @@ class Worker(Generic[DataT]):
     worker runs. Workers of one process share the metrics (and a port). Names and
     labels: sdk/README.md, "Observability".
 
+    Health: given `health_file`, the worker touches that file every 5 seconds while it
+    runs and removes it when it stops; `python -m jobnik_sdk.health FILE` is a container
+    health check that reads it (stale after 30 s: the event loop is stuck).
+
     Tracing (OpenTelemetry): each handler runs in a span `jobnik.task <stage type>`
     (CONSUMER), a child of the trace context stored on its task (the producer's, when
     it created the job under a span), from `tracer_provider` or the global one; with no
@@ -165,6 +171,7 @@ class Worker(Generic[DataT]):
         prefetch: int = MAX_PREFETCH,
         metrics: bool = False,
         metrics_port: int | None = None,
+        health_file: str | os.PathLike[str] | None = None,
         tracer_provider: TracerProvider | None = None,
         token: str | None = None,
     ) -> None:
@@ -212,6 +219,7 @@ class Worker(Generic[DataT]):
         on = metrics or metrics_port is not None
         self._meter = Meter(worker_metrics() if on else None, types)
         self._metrics_port = metrics_port
+        self._health_file = Path(health_file) if health_file is not None else None
         self._tracer = tracer(tracer_provider)
         self._log = WorkerLog(logger or logging.getLogger("jobnik_sdk.worker"), types, name)
         self._wakeups = (
@@ -328,6 +336,10 @@ class Worker(Generic[DataT]):
             asyncio.create_task(self._leases.run(), name="jobnik-worker-heartbeats"),
             asyncio.create_task(self._reporter.run(), name="jobnik-worker-reports"),
         ]
+        if self._health_file is not None:
+            services.append(
+                asyncio.create_task(keep_fresh(self._health_file), name="jobnik-worker-health")
+            )
         poller = asyncio.create_task(self._poll(), name="jobnik-worker-poll")
         try:
             try:

@@ -77,4 +77,5 @@ def build_worker(settings: WorkerSettings, client: ConsumerClient) -> Worker[Any
         amqp_url=settings.amqp_url or None,
         safety_poll=settings.safety_poll,
         metrics_port=settings.metrics_port,
+        health_file=settings.health_file,
     )

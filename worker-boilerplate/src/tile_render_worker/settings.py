@@ -98,6 +98,12 @@ class WorkerSettings(BaseSettings):
         ),
         description="Serve Prometheus metrics on this port (/metrics); unset serves none",
     )
+    health_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Keep this file fresh while the worker runs, for a health check "
+        "(python -m jobnik_sdk.health FILE); the image sets /tmp/worker-health",
+    )
 
     @field_validator("stage_type")
     @classmethod

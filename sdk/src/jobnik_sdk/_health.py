@@ -1,0 +1,36 @@
+"""A file a running Worker keeps fresh, for a container's health check to read
+(`python -m jobnik_sdk.health FILE`): fresh means the process is up and its event loop
+is not stuck, e.g. behind a handler that blocks it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+# How often the file is touched; a check allows several misses (HEALTH_MAX_AGE).
+HEALTH_INTERVAL = 5.0
+HEALTH_MAX_AGE = 30.0
+
+
+async def keep_fresh(path: Path, every: float = HEALTH_INTERVAL) -> None:
+    """Touch `path` every `every` seconds until cancelled, then remove it: a stopped
+    worker is not healthy."""
+    # On the event loop itself, not in a thread: a loop that cannot run this is what the
+    # check is for (a touch is one quick system call).
+    try:
+        while True:
+            path.touch()  # noqa: ASYNC240
+            await asyncio.sleep(every)
+    finally:
+        path.unlink(missing_ok=True)  # noqa: ASYNC240
+
+
+def age(path: str | os.PathLike[str]) -> float | None:
+    """Seconds since the file was last touched; None if there is none."""
+    import time
+
+    try:
+        return time.time() - os.stat(path).st_mtime
+    except FileNotFoundError:
+        return None

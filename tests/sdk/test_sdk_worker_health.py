@@ -1,0 +1,64 @@
+"""The worker's health file (`Worker(health_file=...)`) and its check
+(`python -m jobnik_sdk.health`): fresh while the worker runs, gone once it stops, and a
+stuck event loop lets it go stale."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jobnik_sdk import NewStage, NewTask, TaskContext, Worker
+from jobnik_sdk.health import main as check
+from jobnik_sdk.testing import FakeJobnik
+
+from ..support.api import unique
+
+pytestmark = pytest.mark.unit
+
+
+async def test_the_file_is_fresh_while_the_worker_runs_and_gone_after(tmp_path: Path) -> None:
+    fake, kind = FakeJobnik(), unique("health")
+    health = tmp_path / "alive"
+    ran = asyncio.Event()
+
+    async def handler(data: dict[str, object], ctx: TaskContext) -> None:
+        ran.set()
+
+    await fake.create_job("health", stages=[NewStage(type=kind, tasks=[NewTask()])])
+    worker = Worker(
+        fake, stage_types=kind, handler=handler, health_file=health, handle_signals=False
+    )
+    async with worker:
+        await asyncio.wait_for(ran.wait(), 10)
+        assert health.exists()
+        assert check([str(health)]) == 0
+    assert not health.exists()
+    assert check([str(health)]) == 1
+
+
+def test_a_stale_file_is_unhealthy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    health = tmp_path / "alive"
+    health.touch()
+    old = time.time() - 60
+    os.utime(health, (old, old))
+    assert check([str(health)]) == 1
+    assert "last touched 60 s ago" in capsys.readouterr().out
+    assert check([str(health), "--max-age", "120"]) == 0
+
+
+def test_the_check_runs_as_a_module(tmp_path: Path) -> None:
+    # As a Dockerfile's HEALTHCHECK runs it.
+    done = subprocess.run(
+        [sys.executable, "-m", "jobnik_sdk.health", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 1
+    assert "does not exist" in done.stdout
