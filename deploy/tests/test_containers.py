@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,9 @@ import yaml
 from test_deploy import DEPLOY, ROOT, missing
 
 from jobnik_sdk import JobnikClient, JobStatus, NewStage, NewTask
+
+# Image builds and a stack of seven containers: minutes, not the default 60 s.
+pytestmark = pytest.mark.timeout(900)
 
 LOCAL = DEPLOY / "local"
 CONTAINERS_CONF = LOCAL / "containers.conf"
@@ -386,32 +390,15 @@ def test_a_killed_worker_containers_task_is_finished_by_another(stack: Stack) ->
         json=job_body("kill-worker", [tiles(1, sleep=6)], maxAttempts=2),
         timeout=10,
     ).json()
-    deadline = time.monotonic() + 30
-    while True:
-        (task,) = tasks_of(stack.url, created["id"])
-        if task["status"] == "IN_PROGRESS" and task.get("worker"):
-            break
-        assert time.monotonic() < deadline, task
-        time.sleep(0.2)
-    # A worker's name is <hostname>-<pid>, its hostname the container's.
-    first = task["worker"]
-    victim = next(
-        name
-        for name in (container("worker", i) for i in range(1, WORKERS + 1))
-        if first.startswith(podman("inspect", "--format", "{{.Config.Hostname}}", name) + "-")
-    )
+    first = wait_for_claim(stack.url, created["id"])["worker"]
+    victim = container_of(first)
     podman("kill", "--signal", "KILL", victim)
     wait_status(stack.url, created["id"], seconds=60)
     (task,) = tasks_of(stack.url, created["id"])
     assert task["status"] == "COMPLETED"
     assert task["worker"] != first
     # Claimed twice: the first attempt's lease ran out, the other worker took it.
-    claims = [
-        e["worker"]
-        for e in events_of(stack.url, created["id"])
-        if e["entity"] == "TASK" and e["toStatus"] == "IN_PROGRESS"
-    ]
-    assert claims == [first, task["worker"]]
+    assert claims_of(stack.url, created["id"]) == [first, task["worker"]]
     podman("start", victim)  # as the restart policy would, for the tests after this
 
 
@@ -438,3 +425,109 @@ def test_a_restarted_manager_container_loses_nothing(stack: Stack) -> None:
     completed = [e for e in after if e["entity"] == "TASK" and e["toStatus"] == "COMPLETED"]
     assert len(completed) == 12, after
     assert len({e["entityId"] for e in completed}) == 12
+
+
+# --- Prometheus ------------------------------------------------------------------
+
+
+def wait_for_claim(url: str, job_id: str, seconds: float = 30) -> dict[str, Any]:
+    deadline = time.monotonic() + seconds
+    while True:
+        (task,) = tasks_of(url, job_id)
+        if task["status"] == "IN_PROGRESS" and task.get("worker"):
+            return task
+        assert time.monotonic() < deadline, task
+        time.sleep(0.2)
+
+
+def container_of(worker: str) -> str:
+    """The worker container whose process has this name (<hostname>-<pid>)."""
+    return next(
+        name
+        for name in (container("worker", i) for i in range(1, WORKERS + 1))
+        if worker.startswith(podman("inspect", "--format", "{{.Config.Hostname}}", name) + "-")
+    )
+
+
+def claims_of(url: str, job_id: str) -> list[str]:
+    """The workers that claimed the job's tasks, in order."""
+    return [
+        e["worker"]
+        for e in events_of(url, job_id)
+        if e["entity"] == "TASK" and e["toStatus"] == "IN_PROGRESS"
+    ]
+
+
+def make_trouble(stack: Stack) -> None:
+    """What the quiet path never shows: a retry and a final failure (data off the map),
+    a time limit run past, a lease lost by a worker that froze, and 503s while the
+    database is away."""
+    post = partial(httpx.post, f"{stack.url}/v1/jobs", timeout=10)
+    bad = post(json=job_body("off-the-map", [[{"x": 9, "y": 0, "zoom": 1}]], maxAttempts=2))
+    late = post(json=job_body("too-slow", [tiles(1, sleep=3)], timeoutSeconds=1)).json()
+    frozen = post(json=job_body("frozen", [tiles(1, sleep=8)], maxAttempts=3)).json()
+    victim = container_of(wait_for_claim(stack.url, frozen["id"])["worker"])
+    podman("pause", victim)
+    try:  # until the lease ran out and another worker has the task
+        deadline = time.monotonic() + 30
+        while len(claims_of(stack.url, frozen["id"])) < 2:
+            assert time.monotonic() < deadline, "the frozen worker's task was not taken over"
+            time.sleep(0.3)
+    finally:
+        podman("unpause", victim)
+    wait_status(stack.url, bad.json()["id"], want="FAILED")
+    wait_status(stack.url, late["id"], want="FAILED")
+    wait_status(stack.url, frozen["id"], seconds=60)
+    podman("stop", "-t", "10", container("postgres"))
+    try:
+        assert httpx.get(f"{stack.url}/readiness", timeout=10).status_code == 503
+    finally:
+        podman("start", container("postgres"))
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{stack.url}/readiness", timeout=10).status_code != 200:
+        assert time.monotonic() < deadline, "the manager did not get its database back"
+        time.sleep(0.5)
+
+
+def query(stack: Stack, expr: str) -> list[dict[str, Any]]:
+    answer = httpx.get(f"{stack.prometheus}/api/v1/query", params={"query": expr}, timeout=10)
+    assert answer.status_code == 200, f"{expr}: {answer.text}"
+    result: list[dict[str, Any]] = answer.json()["data"]["result"]
+    return result
+
+
+def test_prometheus_scrapes_every_container_and_each_dashboard_query_has_series(
+    stack: Stack,
+) -> None:
+    make_trouble(stack)
+    # Work waiting and work running while Prometheus looks: the manager's state gauges
+    # have a series per stage type with tasks in that state. No worker claims
+    # tile-archive; the tile-render task takes 20 s.
+    waiting = job_body("waiting", [tiles(2)])
+    waiting["stages"][0]["type"] = "tile-archive"
+    httpx.post(f"{stack.url}/v1/jobs", json=waiting, timeout=10).raise_for_status()
+    running = httpx.post(
+        f"{stack.url}/v1/jobs", json=job_body("running", [tiles(1, sleep=20)]), timeout=10
+    ).json()
+    wait_for_claim(stack.url, running["id"])
+    time.sleep(4 * SCRAPE_SECONDS)  # scraped since, twice at least
+    targets = httpx.get(f"{stack.prometheus}/api/v1/targets", timeout=10).json()["data"]
+    health = sorted((t["labels"]["job"], t["health"]) for t in targets["activeTargets"])
+    assert health == [("jobnik-manager", "up")] + [("jobnik-worker", "up")] * WORKERS
+    rules = httpx.get(f"{stack.prometheus}/api/v1/rules", timeout=10).json()["data"]
+    alerts = [r for g in rules["groups"] for r in g["rules"] if r["type"] == "alerting"]
+    assert len(alerts) == 9 and {r["health"] for r in alerts} == {"ok"}
+    dashboard = json.loads((DEPLOY / "grafana" / "jobnik-dashboard.json").read_text())
+    panels = [p for p in dashboard["panels"] if p["type"] != "row"]
+    empty = [
+        f"{panel['title']}: {target['expr']}"
+        for panel in panels
+        for target in panel["targets"]
+        if not query(stack, grafana_query(target["expr"]))
+    ]
+    assert not empty, "queries without series:\n" + "\n".join(empty)
+
+
+def grafana_query(expr: str) -> str:
+    """As Grafana sends it: every stage type, and a rate window of four scrapes."""
+    return expr.replace("$__rate_interval", "1m").replace("$stage_type", ".*")
