@@ -14,8 +14,9 @@
 #   4. installs both into one environment, starts a manager (the repository's, on a
 #      SQLite file in WORKDIR) and both workers side by side, and runs a two-stage job,
 #      tile-render then tile-publish, to COMPLETED;
-#   5. replays tile-publish's Dockerfile outside Docker from its directory alone
-#      (scripts/replay_dockerfile.py), and runs a tile-publish job on that worker;
+#   5. builds tile-publish's image with podman from its directory alone (on the local
+#      Debian base; BASE_IMAGE, CA_BUNDLE as for deploy/local/build-images.sh), and runs
+#      a tile-publish job on a container of it;
 #   6. renders both projects' Helm values with the repository's worker chart (Helm's
 #      engine from helm-python-sdk, the repository's `deploy` group, as deploy/tests do).
 # It prints the time of each step and exits non-zero at the first that fails.
@@ -148,35 +149,37 @@ EOF
 kill -TERM "$RENDER" "$PUBLISH"
 wait "$RENDER" && wait "$PUBLISH" && echo "   both workers stopped on SIGTERM, exit 0"
 
-step "5. tile-publish's Dockerfile replayed from its directory alone"
-# The image's Python (python:3.12-slim) when this machine has it, else python3.
-image_python() {
-  local candidate
-  for candidate in "${REPLAY_PYTHON:-}" python3.12 "$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12; do
-    if [[ -n $candidate ]] && "$candidate" -c 'import sys; print(sys.executable)' 2>/dev/null; then
-      return 0
-    fi
-  done
-  command -v python3
-}
-python3 "$REPO/scripts/replay_dockerfile.py" tile-publish/Dockerfile tile-publish "$WORK/image" \
-  --python "$(image_python)" >"$WORK/image.log" 2>&1 || {
+step "5. tile-publish's image built with podman from its directory alone"
+# On the local Debian base (deploy/local/base-image.sh) unless BASE_IMAGE names another.
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$REPO/deploy/local/containers.conf}
+BASE=${BASE_IMAGE:-localhost/jobnik-debian-python:bookworm}
+case $BASE in localhost/jobnik-debian-python:*) "$REPO/deploy/local/base-image.sh" "$BASE" ;; esac
+ca=()
+if [[ -n ${CA_BUNDLE:-} ]]; then
+  ca=(--volume "$CA_BUNDLE:/etc/ssl/certs/ca-certificates.crt:ro"
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+    --env PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
+fi
+(cd tile-publish && uv lock -q)
+podman build --format docker --network host "${ca[@]}" --build-arg "BASE_IMAGE=$BASE" \
+  -t localhost/tile-publish-worker:try tile-publish >"$WORK/image.log" 2>&1 || {
   tail -20 "$WORK/image.log"
   exit 1
 }
-grep -E '^(FROM|COPY|RUN|entrypoint)' "$WORK/image.log" | sed 's/^/   /'
-ENTRY=$(sed -n 's/^entrypoint: //p' "$WORK/image.log")
-"$WORK/image/opt/venv/bin/python" --version | sed 's/^/   image Python: /'
-if WORKER_HANDLER=tile_publish_worker.handler:publish "$ENTRY" 2>"$WORK/missing.log"; then
+podman image inspect --format '   image: {{.Size}} bytes, user {{.Config.User}}' localhost/tile-publish-worker:try
+if podman run --rm -e WORKER_HANDLER=tile_publish_worker.handler:publish \
+  localhost/tile-publish-worker:try 2>"$WORK/missing.log"; then
   echo "a missing handler must stop the worker" >&2
   exit 1
 fi
 sed 's/^/   missing handler: /' "$WORK/missing.log"
-env "${fast[@]}" WORKER_NAME=image-1 "$ENTRY" >"$WORK/image-worker.log" 2>&1 &
-IMAGE=$!
-PIDS+=($IMAGE)
+podman run -d --name tile-publish-try --network host -e WORKER_NAME=image-1 \
+  -e WORKER_MANAGER_URL="$URL" -e WORKER_POLL_INITIAL_SECONDS=0.05 -e WORKER_POLL_MAX_SECONDS=0.2 \
+  localhost/tile-publish-worker:try >/dev/null
 "$WORK/env/bin/python" "$WORK/run_job.py" "$URL" tile-publish=image-1
-kill -TERM "$IMAGE" && wait "$IMAGE" && echo "   the image's worker stopped on SIGTERM, exit 0"
+podman stop -t 30 tile-publish-try >/dev/null
+echo "   the image's worker stopped on SIGTERM, exit $(podman inspect --format '{{.State.ExitCode}}' tile-publish-try)"
+podman rm tile-publish-try >/dev/null
 
 step "6. both projects' Helm values rendered with deploy/helm/jobnik-worker"
 repo_uv run --quiet --locked --group deploy python - "$WORK/tile-render" "$WORK/tile-publish" <<'EOF'

@@ -27,5 +27,5 @@ printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' \
 tar -C "$ROOT" -c . | podman import \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV LANG=C.UTF-8' \
-  --change 'CMD ["python3"]' - "$NAME" >/dev/null
+  --change 'CMD ["python3"]' - "$NAME" >/dev/null 2>&1
 echo "$NAME built"

@@ -531,3 +531,13 @@ def test_prometheus_scrapes_every_container_and_each_dashboard_query_has_series(
 def grafana_query(expr: str) -> str:
     """As Grafana sends it: every stage type, and a rate window of four scrapes."""
     return expr.replace("$__rate_interval", "1m").replace("$stage_type", ".*")
+
+
+def test_containers_stop_cleanly_on_sigterm(stack: Stack) -> None:
+    # Last: it stops them. Exit 0, not 137: each process is PID 1 and stops on SIGTERM
+    # itself, within the time podman gives it before SIGKILL.
+    names = [container("worker", i) for i in range(1, WORKERS + 1)] + [container("manager")]
+    podman("stop", "-t", "30", *names, timeout=120)
+    for name in names:
+        assert podman("inspect", "--format", "{{.State.ExitCode}}", name) == "0", name
+    assert "worker stopped" in run("podman", "logs", "--tail", "5", container("worker")).stderr
