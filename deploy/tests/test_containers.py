@@ -535,9 +535,11 @@ def grafana_query(expr: str) -> str:
 
 def test_containers_stop_cleanly_on_sigterm(stack: Stack) -> None:
     # Last: it stops them. Exit 0, not 137: each process is PID 1 and stops on SIGTERM
-    # itself, within the time podman gives it before SIGKILL.
-    names = [container("worker", i) for i in range(1, WORKERS + 1)] + [container("manager")]
-    podman("stop", "-t", "30", *names, timeout=120)
-    for name in names:
+    # itself, within the time podman gives it before SIGKILL. The workers first, as
+    # compose does (they depend on the manager): they report what they still run.
+    workers = [container("worker", i) for i in range(1, WORKERS + 1)]
+    podman("stop", "-t", "30", *workers, timeout=120)
+    podman("stop", "-t", "30", container("manager"), timeout=120)
+    for name in [*workers, container("manager")]:
         assert podman("inspect", "--format", "{{.State.ExitCode}}", name) == "0", name
     assert "worker stopped" in run("podman", "logs", "--tail", "5", container("worker")).stderr

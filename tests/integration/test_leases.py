@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
+from sqlalchemy import event
 
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
@@ -185,3 +187,36 @@ async def test_pause_lets_running_tasks_finish_and_heartbeat(api: Api, db: Datab
     await api.run_one(stage["type"])
     assert (await api.job(job["id"]))["status"] == "COMPLETED"
     await assert_invariants(db)
+
+
+async def test_a_lease_runs_from_when_the_claim_runs_not_from_before_its_connection(
+    api: Api, db: Database, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Opening a connection can take seconds (a database restarting, a slow name
+    # lookup); a lease computed before it was shorter than asked by that much, and a
+    # worker with a short lease lost tasks it was running.
+    stage, _ = await one_task(api)
+    began = clock.now()
+
+    def slow(*_: Any) -> None:
+        clock.advance(timedelta(seconds=10))
+
+    event.listen(db.engine.sync_engine.pool, "checkout", slow)
+    acquire = asyncpg.pool.Pool.acquire
+
+    def slow_acquire(pool: asyncpg.pool.Pool, *args: Any, **kwargs: Any) -> Any:
+        slow()
+        return acquire(pool, *args, **kwargs)
+
+    monkeypatch.setattr(asyncpg.pool.Pool, "acquire", slow_acquire)
+    try:
+        claimed = await api.call(
+            "POST",
+            "/v1/tasks/claim",
+            json={"stageTypes": [stage["type"]], "limit": 1, "leaseSeconds": 60},
+        )
+    finally:
+        event.remove(db.engine.sync_engine.pool, "checkout", slow)
+    (task,) = claimed["items"]
+    assert at(task["startTime"]) >= began + timedelta(seconds=10)
+    assert at(task["leaseExpiresAt"]) - at(task["startTime"]) == timedelta(seconds=60)

@@ -188,6 +188,10 @@ class Database:
             committing = False
             async with self.sessions() as session:
                 async with session.begin():
+                    # The connection first (and on SQLite its write lock): what `work`
+                    # reads of the clock is then the time it runs, not the time before a
+                    # wait for a connection.
+                    await session.connection()
                     result = await work(session)
                     for hook in self.hooks:
                         await hook.before_commit(session)
@@ -206,7 +210,7 @@ class Database:
     async def direct(
         self,
         statement: DirectStatement,
-        params: Mapping[str, Any],
+        params: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
         *,
         durable: bool = True,
         replay_safe: bool,
@@ -215,14 +219,15 @@ class Database:
         (autocommit) and answer its rows. Retried like `transaction`, except after a
         connection that broke once the statement was sent: it may have committed, so it
         runs again only if it is `replay_safe` (a second run does no harm); otherwise
-        the error goes to the caller (a 503 for a request).
+        the error goes to the caller (a 503 for a request). `params` may be a function,
+        called once a connection is in hand: for values that must be read when the
+        statement runs, such as the time a lease starts.
 
         Row locks it takes last only as long as the statement runs, not a round trip
         more for the COMMIT; see `db.direct` for why it bypasses SQLAlchemy. A statement
         that need not be `durable` commits without waiting for its WAL to reach the disk
         (`synchronous_commit = off`), so its locks go as soon as it has run: a crash may
         then lose it, though never a durable commit made after it (WAL keeps order)."""
-        args = statement.args(params)
         sent = False
 
         async def once() -> list[asyncpg.Record]:
@@ -230,6 +235,7 @@ class Database:
             sent = False
             pool = self._direct_pools.get(durable) or await self._open_direct_pool(durable)
             async with pool.acquire() as conn:
+                args = statement.args(params() if callable(params) else params)
                 # Failures before here (connecting, setting a connection up) sent nothing.
                 sent = True
                 try:

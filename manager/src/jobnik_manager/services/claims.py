@@ -109,20 +109,25 @@ async def _claim(
             return await _with_context(s, rows) if with_context and rows else Claimed(rows)
 
         return await db.transaction(claim_and_read)
-    now = db.clock.now()
-    lease = lease or DEFAULT_LEASE
+    taken = lease or DEFAULT_LEASE
     single = len(stage_types) == 1
     announce = announcing(db.info)
-    params = {
-        "types": stage_types[0] if single else list(stage_types),
-        "n": limit,
-        "now": now,
-        "expires": now + lease,
-        "seconds": lease.total_seconds(),
-        "worker": worker,
-        "principal": acting_name(),
-        "time": now.isoformat(),
-    }
+
+    def params() -> dict[str, Any]:
+        # Read once a connection is in hand: the lease runs from when the claim runs,
+        # not from before a wait for a connection (opening one can take seconds).
+        now = db.clock.now()
+        return {
+            "types": stage_types[0] if single else list(stage_types),
+            "n": limit,
+            "now": now,
+            "expires": now + taken,
+            "seconds": taken.total_seconds(),
+            "worker": worker,
+            "principal": acting_name(),
+            "time": now.isoformat(),
+        }
+
     # Not durable: a claim a crash loses leaves its tasks as they were, to be claimed
     # again (their claimer's report is then refused as under a lost lease), and every
     # report is durable and so commits after it. Claims and reports of a stage then
