@@ -511,9 +511,17 @@ def test_prometheus_scrapes_every_container_and_each_dashboard_query_has_series(
     ).json()
     wait_for_claim(stack.url, running["id"])
     time.sleep(4 * SCRAPE_SECONDS)  # scraped since, twice at least
-    targets = httpx.get(f"{stack.prometheus}/api/v1/targets", timeout=10).json()["data"]
-    health = sorted((t["labels"]["job"], t["health"]) for t in targets["activeTargets"])
-    assert health == [("jobnik-manager", "up")] + [("jobnik-worker", "up")] * WORKERS
+    # A container started again may have a new address, which Prometheus finds at its
+    # next DNS look-up (every 30 s) and then scrapes.
+    expected = [("jobnik-manager", "up")] + [("jobnik-worker", "up")] * WORKERS
+    deadline = time.monotonic() + 90
+    while True:
+        targets = httpx.get(f"{stack.prometheus}/api/v1/targets", timeout=10).json()["data"]
+        health = sorted((t["labels"]["job"], t["health"]) for t in targets["activeTargets"])
+        if health == expected or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert health == expected
     rules = httpx.get(f"{stack.prometheus}/api/v1/rules", timeout=10).json()["data"]
     alerts = [r for g in rules["groups"] for r in g["rules"] if r["type"] == "alerting"]
     assert len(alerts) == 9 and {r["health"] for r in alerts} == {"ok"}
