@@ -4,15 +4,16 @@ that reaches for a CDN or a web font shows it by failing."""
 
 from __future__ import annotations
 
+import json
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from ..support.processes import manager_process
+from ..support.deployment import Deployment
+from ..support.profiles import production
 
 CHROMIUM = Path(os.environ.get("JOBNIK_TEST_CHROMIUM", "/usr/bin/chromium"))
 # CI sets this so that a missing browser fails the run instead of skipping.
@@ -80,10 +81,18 @@ def page(browser):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def manager_url() -> Iterator[str]:
-    """A manager process on a SQLite file of its own, migrated as it starts."""
-    with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "manager.log"
-        url = f"sqlite+aiosqlite:///{tmp}/j.db"
-        with manager_process(url, log=log, JOBNIK_AUTO_MIGRATE="true") as base_url:
-            yield base_url
+def dashboard(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    """The production profile (two replicas behind one URL, PostgreSQL, auth on) whose
+    pages the tests open, signed in as its operator (`signed_in`)."""
+    with production(request, tmp_path_factory.mktemp("dashboard")) as d:
+        yield d
+
+
+@pytest.fixture
+def signed_in(page, dashboard: Deployment):  # type: ignore[no-untyped-def]
+    """The page with the operator's token in the tab, as the token dialog leaves it."""
+    token = json.dumps(dashboard.token("operator"))
+    page.context.add_init_script(f"sessionStorage.setItem('jobnik.token', {token})")
+    return page

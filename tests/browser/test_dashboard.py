@@ -1,11 +1,11 @@
-"""The dashboard in a browser, against a manager process: a job's stages run (by plain
-HTTP calls, as a worker's would) while the page follows them; an approval, a pause and
-resume, and an abort made with the page's buttons. Screenshots of the jobs list and of
+"""The dashboard in a browser, against the production profile (two replicas behind one
+URL, auth on, the page signed in as the operator): a job's stages run (by plain HTTP
+calls with a worker's token, as a worker's would) while the page follows them; an
+approval, a pause and resume, and an abort made with the page's buttons. Screenshots of the jobs list and of
 a job page go to build/screenshots/."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,7 +13,8 @@ import pytest
 from playwright.sync_api import expect
 
 from ..support.api import unique
-from ..support.processes import ROOT, manager_command, manager_process
+from ..support.deployment import Deployment
+from ..support.processes import ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +28,20 @@ def create_job(http: httpx.Client, stages: list[dict[str, Any]]) -> dict[str, An
     return answer.json()  # type: ignore[no-any-return]
 
 
-def run_tasks(http: httpx.Client, stage_type: str, n: int) -> None:
+def producer(dashboard: Deployment) -> httpx.Client:
+    return httpx.Client(base_url=dashboard.url, timeout=10, headers=dashboard.headers("producer"))
+
+
+def run_tasks(dashboard: Deployment, stage_type: str, n: int) -> None:
+    """Claim and complete `n` tasks of the stage type, as its worker."""
+    token = dashboard.worker_token(stage_type)
+    with httpx.Client(
+        base_url=dashboard.url, timeout=10, headers={"authorization": f"Bearer {token}"}
+    ) as http:
+        _run_tasks(http, stage_type, n)
+
+
+def _run_tasks(http: httpx.Client, stage_type: str, n: int) -> None:
     for _ in range(n):
         claimed = http.patch(f"/v1/stages/{stage_type}/tasks/dequeue", params={"worker": "w-1"})
         assert claimed.status_code == 200, claimed.text
@@ -50,9 +64,12 @@ def stage_status(page, order: int):  # type: ignore[no-untyped-def]
     return page.locator(f'[data-stage-order="{order}"] .stage-status')
 
 
-def test_a_job_followed_approved_and_completed_on_the_page(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_job_followed_approved_and_completed_on_the_page(
+    signed_in, dashboard: Deployment
+) -> None:  # type: ignore[no-untyped-def]
+    page = signed_in
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with httpx.Client(base_url=manager_url, timeout=10) as http:
+    with producer(dashboard) as http:
         tasks = [{"data": {"i": i}} for i in range(3)]
         job = create_job(
             http,
@@ -61,7 +78,7 @@ def test_a_job_followed_approved_and_completed_on_the_page(page, manager_url: st
                 {"type": "T2", "data": {}, "startAsWaiting": True, "tasks": tasks[:2]},
             ],
         )
-        page.goto(f"{manager_url}/ui")
+        page.goto(f"{dashboard.url}/ui")
         page.get_by_label("Name").fill(job["name"])
         page.get_by_role("button", name="Search").click()
         link = page.get_by_role("link", name=job["name"])
@@ -74,7 +91,7 @@ def test_a_job_followed_approved_and_completed_on_the_page(page, manager_url: st
         expect(stage_status(page, 2)).to_have_text("WAITING")
         approve = page.get_by_role("button", name="Approve stage 2")
         expect(approve).to_have_count(0)  # not its turn yet
-        run_tasks(http, "T1", 3)
+        run_tasks(dashboard, "T1", 3)
         expect(stage_status(page, 1)).to_have_text("COMPLETED", timeout=WAIT)
         expect(page.locator('[data-stage-order="1"] progress')).to_have_attribute("value", "100")
 
@@ -82,7 +99,7 @@ def test_a_job_followed_approved_and_completed_on_the_page(page, manager_url: st
         approve.click()
         confirm(page)
         expect(stage_status(page, 2)).to_have_text("PENDING", timeout=WAIT)
-        run_tasks(http, "T2", 2)
+        run_tasks(dashboard, "T2", 2)
         expect(page.locator("#job-status")).to_have_text("COMPLETED", timeout=WAIT)
         expect(page.locator("#job-progress")).to_contain_text("100 %")
         expect(stage_status(page, 2)).to_have_text("COMPLETED")
@@ -94,8 +111,9 @@ def test_a_job_followed_approved_and_completed_on_the_page(page, manager_url: st
     assert page.offsite.urls == []
 
 
-def test_pause_resume_and_abort_with_the_buttons(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
-    with httpx.Client(base_url=manager_url, timeout=10) as http:
+def test_pause_resume_and_abort_with_the_buttons(signed_in, dashboard: Deployment) -> None:  # type: ignore[no-untyped-def]
+    page = signed_in
+    with producer(dashboard) as http:
         one = [{"data": {}}]
         paused = create_job(http, [{"type": "T3", "data": {}, "tasks": one}])
         aborted = create_job(
@@ -103,7 +121,7 @@ def test_pause_resume_and_abort_with_the_buttons(page, manager_url: str) -> None
             [{"type": "T4", "data": {}, "tasks": one}, {"type": "T5", "data": {}, "tasks": one}],
         )
 
-        page.goto(f"{manager_url}/ui#/jobs/{paused['id']}")
+        page.goto(f"{dashboard.url}/ui#/jobs/{paused['id']}")
         expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)
         page.get_by_role("button", name="Pause").click()
         confirm(page)
@@ -118,7 +136,7 @@ def test_pause_resume_and_abort_with_the_buttons(page, manager_url: str) -> None
         page.locator("dialog#confirm").get_by_role("button", name="Cancel").click()
         expect(page.locator("#job-status")).to_have_text("PENDING")
 
-        page.goto(f"{manager_url}/ui#/jobs/{aborted['id']}")
+        page.goto(f"{dashboard.url}/ui#/jobs/{aborted['id']}")
         expect(page.get_by_role("heading", level=1)).to_have_text(aborted["name"], timeout=WAIT)
         page.get_by_role("button", name="Abort").click()
         confirm(page)
@@ -129,10 +147,11 @@ def test_pause_resume_and_abort_with_the_buttons(page, manager_url: str) -> None
     assert page.offsite.urls == []
 
 
-def test_an_api_refusal_is_shown_as_the_api_words_it(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
-    with httpx.Client(base_url=manager_url, timeout=10) as http:
+def test_an_api_refusal_is_shown_as_the_api_words_it(signed_in, dashboard: Deployment) -> None:  # type: ignore[no-untyped-def]
+    page = signed_in
+    with producer(dashboard) as http:
         job = create_job(http, [{"type": "T6", "data": {}, "tasks": [{"data": {}}]}])
-        page.goto(f"{manager_url}/ui#/jobs/{job['id']}")
+        page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
         expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)
         page.get_by_label("Live refresh").uncheck()  # the page still offers Pause...
         aborted = http.put(f"/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
@@ -146,34 +165,34 @@ def test_an_api_refusal_is_shown_as_the_api_words_it(page, manager_url: str) -> 
 
 
 def test_with_auth_on_the_page_asks_for_a_token_and_keeps_it_in_the_tab(  # type: ignore[no-untyped-def]
-    page, tmp_path: Path
+    page, dashboard: Deployment
 ) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path}/j.db"
-    manager_command(url, "migrate")
-    token = manager_command(url, "tokens", "create", "--name", "ops", "--role", "admin")
-    with manager_process(url, log=tmp_path / "m.log", JOBNIK_AUTH="on") as base:
-        with httpx.Client(base_url=base, headers={"authorization": f"Bearer {token}"}) as http:
-            job = create_job(http, [{"type": "T7", "data": {}, "tasks": [{"data": {}}]}])
-        page.goto(f"{base}/ui")
-        dialog = page.locator("dialog#token-dialog")
-        expect(dialog).to_be_visible(timeout=WAIT)
-        expect(page.get_by_role("alert")).to_contain_text("a bearer token is required")
-        page.get_by_label("Bearer token").fill("jnk_wrong")
-        dialog.get_by_role("button", name="Use token").click()
-        expect(dialog.get_by_role("alert")).to_have_text("the token is not valid", timeout=WAIT)
-        page.get_by_label("Bearer token").fill(token)
-        dialog.get_by_role("button", name="Use token").click()
-        expect(page.get_by_role("link", name=job["name"])).to_be_visible(timeout=WAIT)
-        assert page.evaluate("sessionStorage.getItem('jobnik.token')") == token
-        assert page.evaluate("localStorage.length") == 0
+    token = dashboard.token("operator")
+    with producer(dashboard) as http:
+        job = create_job(http, [{"type": "T7", "data": {}, "tasks": [{"data": {}}]}])
+    page.goto(f"{dashboard.url}/ui")
+    dialog = page.locator("dialog#token-dialog")
+    expect(dialog).to_be_visible(timeout=WAIT)
+    expect(page.get_by_role("alert")).to_contain_text("a bearer token is required")
+    page.get_by_label("Bearer token").fill("jnk_wrong")
+    dialog.get_by_role("button", name="Use token").click()
+    expect(dialog.get_by_role("alert")).to_have_text("the token is not valid", timeout=WAIT)
+    page.get_by_label("Bearer token").fill(token)
+    dialog.get_by_role("button", name="Use token").click()
+    expect(page.get_by_role("link", name=job["name"])).to_be_visible(timeout=WAIT)
+    assert page.evaluate("sessionStorage.getItem('jobnik.token')") == token
+    assert page.evaluate("localStorage.length") == 0
 
 
-def test_the_stage_types_page_shows_the_queues(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
-    with httpx.Client(base_url=manager_url, timeout=10) as http:
+def test_the_stage_types_page_shows_the_queues(signed_in, dashboard: Deployment) -> None:  # type: ignore[no-untyped-def]
+    page = signed_in
+    with producer(dashboard) as http:
         create_job(http, [{"type": "T8", "data": {}, "tasks": [{"data": {}}] * 3}])
+    worker = {"authorization": f"Bearer {dashboard.worker_token('T8')}"}
+    with httpx.Client(base_url=dashboard.url, timeout=10, headers=worker) as http:
         claimed = http.patch("/v1/stages/T8/tasks/dequeue")
         assert claimed.status_code == 200, claimed.text
-    page.goto(f"{manager_url}/ui")
+    page.goto(f"{dashboard.url}/ui")
     page.get_by_role("link", name="Stage types").click()
     row = page.locator('tr[data-stage-type="T8"]')
     expect(row.locator(".waiting")).to_have_text("2", timeout=WAIT)
@@ -181,11 +200,12 @@ def test_the_stage_types_page_shows_the_queues(page, manager_url: str) -> None: 
     assert page.offsite.urls == []
 
 
-def test_usable_by_keyboard_and_at_375_px(page, manager_url: str) -> None:  # type: ignore[no-untyped-def]
-    with httpx.Client(base_url=manager_url, timeout=10) as http:
+def test_usable_by_keyboard_and_at_375_px(signed_in, dashboard: Deployment) -> None:  # type: ignore[no-untyped-def]
+    page = signed_in
+    with producer(dashboard) as http:
         job = create_job(http, [{"type": "T9", "data": {}, "tasks": [{"data": {}}]}])
     page.set_viewport_size({"width": 375, "height": 800})
-    page.goto(f"{manager_url}/ui")
+    page.goto(f"{dashboard.url}/ui")
     expect(page.get_by_role("heading", name="Jobs")).to_be_visible(timeout=WAIT)
     page.get_by_label("Name").focus()
     page.keyboard.type(job["name"])

@@ -23,20 +23,36 @@ from typer.testing import CliRunner, Result
 from jobnik_sdk.cli import app
 
 from ..support.processes import free_port, manager_process
+from ..support.profiles import production
 
 pytestmark = pytest.mark.e2e  # a manager process, and the `jobnik` script as one
 
 
+# The admin token of the deployment the module's tests run against (an operator at the
+# command line who also creates and runs jobs): the CLI's JOBNIK_TOKEN, and the
+# header of the tests' own calls.
+_admin: dict[str, str] = {}
+
+
+def admin() -> dict[str, str]:
+    return {"authorization": f"Bearer {_admin['token']}"}
+
+
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    db = tmp_path_factory.mktemp("cli") / "j.db"
-    with manager_process(f"sqlite+aiosqlite:///{db}", JOBNIK_AUTO_MIGRATE="true") as url:
-        yield url
+def base_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The production profile: two replicas behind one URL, PostgreSQL, auth on."""
+    with production(request, tmp_path_factory.mktemp("cli")) as profile:
+        token = profile.token("admin")
+        assert token
+        _admin["token"] = token
+        yield profile.url
 
 
 def jobnik(base_url: str, *args: str, **env: str) -> Result:
-    # Wide enough for whole ids in the tables; no token unless the test gives one.
-    runner = CliRunner(env={"COLUMNS": "250", "JOBNIK_TOKEN": None, **env})
+    # Wide enough for whole ids in the tables; the admin's token unless the test gives one.
+    runner = CliRunner(env={"COLUMNS": "250", "JOBNIK_TOKEN": _admin.get("token"), **env})
     return runner.invoke(app, [*args, "--url", base_url])
 
 
@@ -57,16 +73,18 @@ def new_job(
             }
         ],
     }
-    created = httpx.post(f"{base_url}/v1/jobs", json=body)
+    created = httpx.post(f"{base_url}/v1/jobs", json=body, headers=admin())
     assert created.status_code == 201, created.text
     return dict(created.json())
 
 
 def run_task(base_url: str, stage_type: str, status: str) -> None:
-    claimed = httpx.patch(f"{base_url}/v1/stages/{stage_type}/tasks/dequeue")
+    claimed = httpx.patch(f"{base_url}/v1/stages/{stage_type}/tasks/dequeue", headers=admin())
     assert claimed.status_code == 200, claimed.text
     settled = httpx.put(
-        f"{base_url}/v1/tasks/{claimed.json()['id']}/status", json={"status": status}
+        f"{base_url}/v1/tasks/{claimed.json()['id']}/status",
+        json={"status": status},
+        headers=admin(),
     )
     assert settled.status_code == 200, settled.text
 
@@ -152,23 +170,28 @@ def test_steering_commands_and_their_refusals(base_url: str) -> None:
     job_id = job["id"]
 
     assert jobnik(base_url, "pause", job_id).exit_code == 0
-    assert httpx.get(f"{base_url}/v1/jobs/{job_id}").json()["status"] == "PAUSED"
+    assert httpx.get(f"{base_url}/v1/jobs/{job_id}", headers=admin()).json()["status"] == "PAUSED"
     resumed = jobnik(base_url, "resume", job_id)
     assert resumed.exit_code == 0 and "resumed" in resumed.stdout
-    assert httpx.get(f"{base_url}/v1/jobs/{job_id}").json()["status"] != "PAUSED"
+    assert httpx.get(f"{base_url}/v1/jobs/{job_id}", headers=admin()).json()["status"] != "PAUSED"
 
     changed = jobnik(base_url, "priority", job_id, "VERY_HIGH")
     assert changed.exit_code == 0 and "VERY_HIGH" in changed.stdout
-    assert httpx.get(f"{base_url}/v1/jobs/{job_id}").json()["priority"] == "VERY_HIGH"
+    assert (
+        httpx.get(f"{base_url}/v1/jobs/{job_id}", headers=admin()).json()["priority"] == "VERY_HIGH"
+    )
     assert jobnik(base_url, "priority", job_id, "URGENT").exit_code == 2
 
     approved = jobnik(base_url, "approve", stage["id"])
     assert approved.exit_code == 0, approved.stderr
-    assert httpx.get(f"{base_url}/v1/stages/{stage['id']}").json()["status"] == "PENDING"
+    assert (
+        httpx.get(f"{base_url}/v1/stages/{stage['id']}", headers=admin()).json()["status"]
+        == "PENDING"
+    )
 
     aborted = jobnik(base_url, "abort", job_id)
     assert aborted.exit_code == 0
-    assert httpx.get(f"{base_url}/v1/jobs/{job_id}").json()["status"] == "ABORTED"
+    assert httpx.get(f"{base_url}/v1/jobs/{job_id}", headers=admin()).json()["status"] == "ABORTED"
     again = jobnik(base_url, "approve", stage["id"])  # ABORTED, not WAITING
     assert again.exit_code == 4, again.stderr
     assert "refused (4" in again.stderr and "ILLEGAL" in again.stderr
@@ -203,7 +226,9 @@ def test_wait_exits_by_how_the_job_ended(base_url: str) -> None:
     assert json.loads(done.stdout)["status"] == "FAILED"
 
     aborted = new_job(base_url, 1)
-    httpx.put(f"{base_url}/v1/jobs/{aborted['id']}/status", json={"status": "ABORTED"})
+    httpx.put(
+        f"{base_url}/v1/jobs/{aborted['id']}/status", json={"status": "ABORTED"}, headers=admin()
+    )
     assert jobnik(base_url, "wait", aborted["id"]).exit_code == 1
 
     running = new_job(base_url, 1)
@@ -255,7 +280,7 @@ def test_the_jobnik_script_follows_events_as_they_happen(base_url: str) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={k: v for k, v in os.environ.items() if k != "JOBNIK_TOKEN"},
+        env={**os.environ, "JOBNIK_TOKEN": _admin["token"]},
     )
     lines: queue.Queue[str] = queue.Queue()
 
@@ -278,10 +303,14 @@ def test_the_jobnik_script_follows_events_as_they_happen(base_url: str) -> None:
 
     try:
         next_line_with("JOB")  # the history so far
-        httpx.put(f"{base_url}/v1/jobs/{job['id']}/status", json={"status": "PAUSED"})
+        httpx.put(
+            f"{base_url}/v1/jobs/{job['id']}/status", json={"status": "PAUSED"}, headers=admin()
+        )
         assert job["id"] in next_line_with("-> PAUSED")
         assert proc.poll() is None  # the job is not final: it keeps following
-        httpx.put(f"{base_url}/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
+        httpx.put(
+            f"{base_url}/v1/jobs/{job['id']}/status", json={"status": "ABORTED"}, headers=admin()
+        )
         next_line_with("-> ABORTED")
         assert proc.wait(timeout=10) == 0
     finally:

@@ -23,36 +23,35 @@ from jobnik_manager.services import tokens
 
 from ..support.api import unique
 from ..support.processes import ROOT, manager_command, manager_process
+from ..support.profiles import production
 
 pytestmark = pytest.mark.e2e  # manager processes and the command line
 
 
 def test_a_revoked_token_stops_at_once_on_every_replica_and_is_never_logged(
-    postgres_url: str, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    token = manager_command(postgres_url, "tokens", "create", "--name", "ops", "--role", "operator")
-    token = token.strip()
-    assert token.startswith("jnk_") and len(token) > 40
-    listed = manager_command(postgres_url, "tokens", "list")
-    assert "ops\toperator" in listed and token not in listed
-    logs = [tmp_path / "a.log", tmp_path / "b.log"]
-    env = {"JOBNIK_AUTH": "on", "JOBNIK_LOG_FORMAT": "json", "JOBNIK_LOG_LEVEL": "debug"}
-    with (
-        manager_process(postgres_url, log=logs[0], **env) as a,
-        manager_process(postgres_url, log=logs[1], **env) as b,
-    ):
+    with production(request, tmp_path, log_level="debug") as profile:
+        url = profile.database_url
+        token = manager_command(url, "tokens", "create", "--name", "ops", "--role", "operator")
+        token = token.strip()
+        assert token.startswith("jnk_") and len(token) > 40
+        listed = manager_command(url, "tokens", "list")
+        assert "ops\toperator" in listed and token not in listed
         bearer = {"authorization": f"Bearer {token}"}
         bodies = []
-        for base in (a, b):
+        replicas = [r.url for r in profile.replicas]
+        for base in replicas:
             assert httpx.get(f"{base}/v1/jobs", headers=bearer).status_code == 200
             refused = httpx.get(f"{base}/v1/jobs", headers={"authorization": f"Bearer {token}x"})
             assert refused.status_code == 401
             bodies.append(refused.text)
-        manager_command(postgres_url, "tokens", "revoke", "ops")
-        for base in (a, b):
+        manager_command(url, "tokens", "revoke", "ops")
+        for base in replicas:
             gone = httpx.get(f"{base}/v1/jobs", headers=bearer)
             assert (gone.status_code, gone.json()["code"]) == (401, "UNAUTHORIZED")
             bodies.append(gone.text)
+    logs = [r.log for r in profile.replicas]
     digest = hashlib.sha256(token.encode()).hexdigest()
     written = "".join(log.read_text() for log in logs) + "".join(bodies)
     assert "/v1/jobs" in written  # the access lines are there

@@ -1,9 +1,12 @@
-"""Many claimers at once against two real manager processes on PostgreSQL."""
+"""Many claimers at once against the production profile: two manager replicas on
+PostgreSQL, auth on (each claimer with a worker token), RabbitMQ."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,16 +14,20 @@ import pytest
 from jobnik_manager.db.engine import Database
 
 from ..support.api import Api, unique
+from ..support.deployment import Deployment
 from ..support.invariants import assert_invariants
-from ..support.processes import manager_process
+from ..support.profiles import production
 
 CLAIMERS = 16
 JOBS = 10
 TASKS_PER_JOB = 100
 
 
-async def _claimer(base_url: str, stage_type: str, claims: list[tuple[str, int]]) -> None:
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+async def _claimer(
+    base_url: str, token: str | None, stage_type: str, claims: list[tuple[str, int]]
+) -> None:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(base_url=base_url, timeout=30, headers=headers) as http:
         while True:
             got = await http.patch(f"/v1/stages/{stage_type}/tasks/dequeue")
             if got.status_code == 404:
@@ -36,9 +43,16 @@ async def _claimer(base_url: str, stage_type: str, claims: list[tuple[str, int]]
             assert reported.status_code == 200, reported.text
 
 
+@pytest.fixture
+def profile(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deployment]:
+    with production(request, tmp_path / "profile") as d:
+        yield d
+
+
 @pytest.mark.slow
-async def test_sixteen_claimers_take_each_task_exactly_once(pg_api: Api, pg_db: Database) -> None:
-    api, db = pg_api, pg_db
+async def test_sixteen_claimers_take_each_task_exactly_once(profile: Deployment) -> None:
+    http = httpx.AsyncClient(base_url=profile.url, headers=profile.headers("producer"))
+    api = Api(http)
     stage_type = unique("crowd")
     job_ids = []
     for j in range(JOBS):
@@ -54,10 +68,15 @@ async def test_sixteen_claimers_take_each_task_exactly_once(pg_api: Api, pg_db: 
     total = JOBS * TASKS_PER_JOB
 
     claims: list[tuple[str, int]] = []
-    with manager_process(db.url) as first, manager_process(db.url) as second:
-        await asyncio.gather(
-            *(_claimer([first, second][i % 2], stage_type, claims) for i in range(CLAIMERS))
+    # Half straight to each replica, so both processes surely compete for each task.
+    replicas = [r.url for r in profile.replicas]
+    token = profile.worker_token(stage_type)
+    await asyncio.gather(
+        *(
+            _claimer(replicas[i % len(replicas)], token, stage_type, claims)
+            for i in range(CLAIMERS)
         )
+    )
 
     retried = sum(1 for i in range(TASKS_PER_JOB) if i % 7 == 0) * JOBS
     print(
@@ -71,4 +90,9 @@ async def test_sixteen_claimers_take_each_task_exactly_once(pg_api: Api, pg_db: 
         job = await api.job(job_id, should_return_stages=True)
         assert (job["status"], job["percentage"]) == ("COMPLETED", 100)
         assert job["stages"][0]["summary"]["completed"] == TASKS_PER_JOB
-    await assert_invariants(db)
+    await http.aclose()
+    db = Database(profile.database_url)
+    try:
+        await assert_invariants(db)
+    finally:
+        await db.dispose()

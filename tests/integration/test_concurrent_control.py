@@ -1,11 +1,15 @@
 """Claims and reports racing with pause, resume, abort, approval and priority changes,
-through two real manager processes on PostgreSQL; every invariant holds afterwards."""
+on the production profile (two manager replicas on PostgreSQL, auth on: workers with
+their tokens, an operator steering the producer's jobs); every invariant holds
+afterwards."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -13,17 +17,23 @@ import pytest
 from jobnik_manager.db.engine import Database
 
 from ..support.api import Api, unique
+from ..support.deployment import Deployment
 from ..support.invariants import assert_invariants
-from ..support.processes import manager_process
+from ..support.profiles import production
 
 WORKERS = 8
 TASKS = 200  # enough that the jobs outlast the control calls on a fast manager
 
 
 async def _worker(
-    base_url: str, stage_types: list[str], claims: list[tuple[str, int]], stop: asyncio.Event
+    base_url: str,
+    token: str | None,
+    stage_types: list[str],
+    claims: list[tuple[str, int]],
+    stop: asyncio.Event,
 ) -> None:
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(base_url=base_url, timeout=30, headers=headers) as http:
         while not stop.is_set():
             claimed_any = False
             for stage_type in stage_types:
@@ -62,60 +72,73 @@ async def _pause_unless_finished(api: Api, job_id: str) -> None:
         assert response.status_code == 200, response.text
 
 
+@pytest.fixture
+def profile(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deployment]:
+    with production(request, tmp_path / "profile") as d:
+        yield d
+
+
+def as_role(profile: Deployment, role: str) -> Api:
+    return Api(httpx.AsyncClient(base_url=profile.url, headers=profile.headers(role), timeout=30))
+
+
 @pytest.mark.slow
-async def test_control_operations_race_with_workers(pg_api: Api, pg_db: Database) -> None:
-    api = pg_api
+async def test_control_operations_race_with_workers(profile: Deployment) -> None:
+    maker, api = as_role(profile, "producer"), as_role(profile, "operator")
     types = [unique("first"), unique("second")]
     jobs: dict[str, dict[str, object]] = {}
     for role in ("paused", "aborted", "waiting", "reprioritised", "plain"):
-        job = await api.create_job("MEDIUM")
-        s1 = await api.create_stage(job["id"], types[0])
-        await api.create_tasks(s1["id"], TASKS, maxAttempts=2)
-        s2 = await api.create_stage(job["id"], types[1], waiting=role == "waiting")
-        await api.create_tasks(s2["id"], TASKS, maxAttempts=2)
+        job = await maker.create_job("MEDIUM")
+        s1 = await maker.create_stage(job["id"], types[0])
+        await maker.create_tasks(s1["id"], TASKS, maxAttempts=2)
+        s2 = await maker.create_stage(job["id"], types[1], waiting=role == "waiting")
+        await maker.create_tasks(s2["id"], TASKS, maxAttempts=2)
         jobs[role] = {"job": job, "stages": [s1, s2]}
 
     claims: list[tuple[str, int]] = []
     stop = asyncio.Event()
     rng = random.Random(7)
-    with manager_process(pg_db.url) as first, manager_process(pg_db.url) as second:
-        workers = [
-            asyncio.create_task(_worker([first, second][i % 2], types, claims, stop))
-            for i in range(WORKERS)
-        ]
-        paused_id = jobs["paused"]["job"]["id"]  # type: ignore[index]
-        for round_ in range(12):
-            await asyncio.sleep(rng.uniform(0.01, 0.08))
-            state = (await api.job(paused_id))["status"]
-            if state in ("PENDING", "IN_PROGRESS"):
-                await _pause_unless_finished(api, paused_id)
-            elif state == "PAUSED":
-                await api.set_job_status(paused_id, "PENDING")
-            if round_ == 3:
-                await api.set_job_status(jobs["aborted"]["job"]["id"], "ABORTED")  # type: ignore[index]
-            if round_ == 5:
-                await api.call(
-                    "PATCH",
-                    f"/v1/jobs/{jobs['reprioritised']['job']['id']}/priority",  # type: ignore[index]
-                    json={"priority": "VERY_HIGH"},
-                )
-        if (await api.job(paused_id))["status"] == "PAUSED":
+    # Half straight to each replica, so both processes surely race.
+    replicas = [r.url for r in profile.replicas]
+    token = profile.worker_token(",".join(types))
+    workers = [
+        asyncio.create_task(_worker(replicas[i % len(replicas)], token, types, claims, stop))
+        for i in range(WORKERS)
+    ]
+    paused_id = jobs["paused"]["job"]["id"]  # type: ignore[index]
+    for round_ in range(12):
+        await asyncio.sleep(rng.uniform(0.01, 0.08))
+        state = (await api.job(paused_id))["status"]
+        if state in ("PENDING", "IN_PROGRESS"):
+            await _pause_unless_finished(api, paused_id)
+        elif state == "PAUSED":
             await api.set_job_status(paused_id, "PENDING")
-        waiting_stage = jobs["waiting"]["stages"][1]  # type: ignore[index]
-        for _ in range(2400):  # up to two minutes on a loaded machine
-            if (await api.stage(waiting_stage["id"]))["status"] == "WAITING":
-                st1 = await api.stage(jobs["waiting"]["stages"][0]["id"])  # type: ignore[index]
-                if st1["status"] == "COMPLETED":
-                    await api.approve(waiting_stage["id"])
-                    break
-            await asyncio.sleep(0.05)
-        for _ in range(2400):  # up to two minutes on a loaded machine
-            statuses = [(await api.job(j["job"]["id"]))["status"] for j in jobs.values()]  # type: ignore[index]
-            if all(s in ("COMPLETED", "FAILED", "ABORTED") for s in statuses):
+        if round_ == 3:
+            await api.set_job_status(jobs["aborted"]["job"]["id"], "ABORTED")  # type: ignore[index]
+        if round_ == 5:
+            # The producer's: an operator steers, but the priority is its owner's.
+            await maker.call(
+                "PATCH",
+                f"/v1/jobs/{jobs['reprioritised']['job']['id']}/priority",  # type: ignore[index]
+                json={"priority": "VERY_HIGH"},
+            )
+    if (await api.job(paused_id))["status"] == "PAUSED":
+        await api.set_job_status(paused_id, "PENDING")
+    waiting_stage = jobs["waiting"]["stages"][1]  # type: ignore[index]
+    for _ in range(2400):  # up to two minutes on a loaded machine
+        if (await api.stage(waiting_stage["id"]))["status"] == "WAITING":
+            st1 = await api.stage(jobs["waiting"]["stages"][0]["id"])  # type: ignore[index]
+            if st1["status"] == "COMPLETED":
+                await api.approve(waiting_stage["id"])
                 break
-            await asyncio.sleep(0.05)
-        stop.set()
-        await asyncio.gather(*workers)
+        await asyncio.sleep(0.05)
+    for _ in range(2400):  # up to two minutes on a loaded machine
+        statuses = [(await api.job(j["job"]["id"]))["status"] for j in jobs.values()]  # type: ignore[index]
+        if all(s in ("COMPLETED", "FAILED", "ABORTED") for s in statuses):
+            break
+        await asyncio.sleep(0.05)
+    stop.set()
+    await asyncio.gather(*workers)
 
     final = {role: (await api.job(j["job"]["id"]))["status"] for role, j in jobs.items()}  # type: ignore[index]
     print(f"\n{len(claims)} claims; final statuses {final}")
@@ -127,4 +150,10 @@ async def test_control_operations_race_with_workers(pg_api: Api, pg_db: Database
         "plain": "COMPLETED",
     }
     assert max(Counter(claims).values()) == 1, "an attempt of a task was handed out twice"
-    await assert_invariants(pg_db)
+    await maker.http.aclose()
+    await api.http.aclose()
+    db = Database(profile.database_url)
+    try:
+        await assert_invariants(db)
+    finally:
+        await db.dispose()

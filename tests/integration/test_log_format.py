@@ -1,6 +1,6 @@
-"""JOBNIK_LOG_FORMAT=json: every line a manager process writes is one JSON object with
-the time, level, logger and message, uvicorn's access lines included, and a request's
-lines carry the ids its path names."""
+"""JOBNIK_LOG_FORMAT=json, as on the production profile: every line its manager
+replicas write is one JSON object with the time, level, logger and message, uvicorn's
+access lines included, and a request's lines carry the ids its path names."""
 
 from __future__ import annotations
 
@@ -10,26 +10,24 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..support.processes import manager_process
+from ..support.profiles import production
 
 pytestmark = pytest.mark.e2e  # a manager process
 
 
-def test_every_line_is_json_with_the_ids_of_its_request(tmp_path: Path) -> None:
-    log = tmp_path / "manager.log"
-    url = f"sqlite+aiosqlite:///{tmp_path / 'j.db'}"
+def test_every_line_is_json_with_the_ids_of_its_request(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     missing = "00000000-0000-0000-0000-00000000abcd"
-    with manager_process(
-        url,
-        log=log,
-        JOBNIK_LOG_FORMAT="json",
-        JOBNIK_LOG_LEVEL="info",
-        JOBNIK_MIGRATE_ON_START="true",
-    ) as base:
+    with production(request, tmp_path) as profile:
+        headers = profile.headers("producer")
         body = {"name": "logged", "data": {}, "stages": [{"type": "t", "data": {}, "tasks": []}]}
-        assert httpx.post(f"{base}/v1/jobs", json=body).status_code == 201
-        assert httpx.get(f"{base}/v1/jobs/{missing}").status_code == 404
-    lines = log.read_text().splitlines()
+        created = httpx.post(f"{profile.url}/v1/jobs", json=body, headers=headers)
+        assert created.status_code == 201
+        assert httpx.get(f"{profile.url}/v1/jobs/{missing}", headers=headers).status_code == 404
+    lines = [
+        line for r in profile.replicas for line in r.log.read_text().splitlines() if line.strip()
+    ]
     assert lines
     records = [json.loads(line) for line in lines]  # every line parses
     for record in records:

@@ -1,6 +1,7 @@
-"""/metrics with more than one manager process on one PostgreSQL database: each replica
-counts what it did (a sum over replicas counts everything once) and reads the same
-database state; `serve --workers N` answers the counts of all its processes from any."""
+"""/metrics with more than one manager process on one PostgreSQL database: on the
+production profile each replica counts what it did (a sum over replicas counts
+everything once) and reads the same database state; `serve --workers N` answers the
+counts of all its processes from any."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import pytest
 
 from ..support.api import unique
 from ..support.processes import manager_process
+from ..support.profiles import production
 from ..support.scrape import Scrape
+
+# The tokens of the calls below; none on a manager with auth off.
+Headers = dict[str, str]
 
 pytestmark = pytest.mark.e2e  # manager processes
 
@@ -23,50 +28,53 @@ def scrape(base: str) -> Scrape:
     return Scrape(response.text)
 
 
-def one_stage_job(base: str, kind: str, tasks: int) -> str:
+def one_stage_job(base: str, kind: str, tasks: int, headers: Headers | None = None) -> str:
     body = {
         "name": unique("job"),
         "data": {},
         "stages": [{"type": kind, "data": {}, "tasks": [{"data": {}} for _ in range(tasks)]}],
     }
-    response = httpx.post(f"{base}/v1/jobs", json=body, timeout=10)
+    response = httpx.post(f"{base}/v1/jobs", json=body, timeout=10, headers=headers)
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
 
 
-def claim(base: str, kind: str) -> str:
-    response = httpx.patch(f"{base}/v1/stages/{kind}/tasks/dequeue", timeout=10)
+def claim(base: str, kind: str, headers: Headers | None = None) -> str:
+    response = httpx.patch(f"{base}/v1/stages/{kind}/tasks/dequeue", timeout=10, headers=headers)
     assert response.status_code == 200, response.text
     return str(response.json()["id"])
 
 
-def complete(base: str, task_id: str) -> None:
-    response = httpx.put(f"{base}/v1/tasks/{task_id}/status", json={"status": "COMPLETED"})
+def complete(base: str, task_id: str, headers: Headers | None = None) -> None:
+    response = httpx.put(
+        f"{base}/v1/tasks/{task_id}/status", json={"status": "COMPLETED"}, headers=headers
+    )
     assert response.status_code == 200, response.text
 
 
 def test_two_replicas_count_their_own_work_and_read_the_same_state(
-    postgres_url: str, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     kind = unique("replicas")
-    with (
-        manager_process(postgres_url, log=tmp_path / "a.log") as a,
-        manager_process(postgres_url, log=tmp_path / "b.log") as b,
-    ):
-        job_id = one_stage_job(a, kind, 20)
+    with production(request, tmp_path) as profile:
+        a, b = (r.url for r in profile.replicas)
+        token = profile.worker_token(kind)
+        worker = {"authorization": f"Bearer {token}"}
+        job_id = one_stage_job(a, kind, 20, profile.headers("producer"))
         claimed: dict[str, list[str]] = {a: [], b: []}
         for i in range(20):
             by = (a, b)[i % 2]
-            claimed[by].append(claim(by, kind))
+            claimed[by].append(claim(by, kind, worker))
             left = 20 - (i + 1)
             for base in (a, b):
                 assert scrape(base).value("jobnik_tasks_ready", stage_type=kind) == left
         # Each replica's claims are completed through the other.
         for task_id in claimed[a]:
-            complete(b, task_id)
+            complete(b, task_id, worker)
         for task_id in claimed[b]:
-            complete(a, task_id)
-        assert httpx.get(f"{a}/v1/jobs/{job_id}").json()["status"] == "COMPLETED"
+            complete(a, task_id, worker)
+        job = httpx.get(f"{a}/v1/jobs/{job_id}", headers=profile.headers("producer")).json()
+        assert job["status"] == "COMPLETED"
         at_a, at_b = scrape(a), scrape(b)
 
     for name in ("jobnik_task_claims_total", "jobnik_task_completions_total"):

@@ -1,6 +1,7 @@
-"""PostgreSQL restarted several times (once as a crash) while SDK workers drain a job:
-the job completes, no task fails, no answer is a 500 (503 only), nothing is completed
-twice.
+"""PostgreSQL restarted several times (once as a crash) while template workers drain a
+job on the production profile (two replicas behind the balancer, auth on, RabbitMQ):
+the job completes, no task fails, no answer any client saw is a 500 (503 only), nothing
+is completed twice.
 
 The server is one of the test's own (`support.private_postgres`), so restarting it
 disturbs no other test."""
@@ -8,25 +9,22 @@ disturbs no other test."""
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import asyncpg
 import httpx
 import pytest
 
-from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 
 from ..support.api import unique
+from ..support.deployment import Deployment, deployment
 from ..support.invariants import assert_invariants
 from ..support.private_postgres import PrivatePostgres, private_postgres
-from ..support.processes import manager_process, module_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -59,76 +57,75 @@ async def _get(http: httpx.AsyncClient, path: str, **params: object) -> httpx.Re
     raise AssertionError(f"GET {path} kept failing")
 
 
-async def test_a_drain_survives_postgres_restarts(postgres: PrivatePostgres) -> None:
-    admin = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{postgres.port}/postgres")
-    await admin.execute("CREATE DATABASE jobnik")
-    await admin.close()
-    url = postgres.url("jobnik")
-    await asyncio.to_thread(migrate.upgrade, url)
-    logs = Path(tempfile.mkdtemp(prefix="jobnik-restart-"))
-    stage_type = unique("restart")
-    with ExitStack() as stack:
-        base = stack.enter_context(manager_process(url, log=logs / "manager.log"))
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-            created = await http.post(
-                "/v1/jobs",
-                json={
-                    "name": unique("restart"),
-                    "data": {},
-                    "stages": [
-                        {
-                            "type": stage_type,
-                            "data": {},
-                            "tasks": [{"data": {"seconds": TASK_SECONDS}}] * TASKS,
-                        }
-                    ],
-                },
-            )
-            assert created.status_code == 201, created.text
-            job_id = created.json()["id"]
-            workers = [
-                stack.enter_context(
-                    module_process(
-                        "tests.reliability.counting_worker",
-                        logs / f"worker-{i}.log",
-                        COUNTING_MANAGER=base,
-                        COUNTING_STAGE_TYPE=stage_type,
-                        COUNTING_CONCURRENCY=str(CONCURRENCY),
-                        COUNTING_OUT=str(logs / f"counts-{i}.json"),
-                    )
-                )
-                for i in range(WORKERS)
-            ]
-            restarted_at: list[int] = []
-            for mode in RESTARTS:
-                await asyncio.sleep(2.0)
-                stages = (await _get(http, f"/v1/jobs/{job_id}/stages")).json()
-                restarted_at.append(stages[0]["summary"]["completed"])
-                await asyncio.to_thread(postgres.restart, mode)
-            deadline = time.monotonic() + 180
-            while True:
-                job = (await _get(http, f"/v1/jobs/{job_id}")).json()
-                if job["status"] != "IN_PROGRESS" or time.monotonic() > deadline:
-                    break
-                await asyncio.sleep(0.5)
-            for worker in workers:
-                worker.terminate()
-            for worker in workers:
-                worker.wait(timeout=60)
-            answers: Counter[str] = Counter()
-            for i in range(WORKERS):
-                answers.update(json.loads((logs / f"counts-{i}.json").read_text()))
-            print(
-                f"restarts after {restarted_at} tasks done; the workers' answers: {dict(answers)}"
-            )
+@pytest.fixture
+def profile(
+    postgres: PrivatePostgres, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Deployment]:
+    async def create() -> None:
+        admin = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{postgres.port}/postgres")
+        await admin.execute("CREATE DATABASE jobnik")
+        await admin.close()
 
-            assert job["status"] == "COMPLETED", (job, dict(answers), str(logs))
-            # Every restart hit the drain while it ran.
-            assert all(0 < done < TASKS for done in restarted_at), restarted_at
-            assert not {k for k in answers if k.startswith("5") and k != "503"}, answers
-            stage = (await _get(http, f"/v1/jobs/{job_id}/stages")).json()[0]
-            assert stage["summary"]["completed"] == TASKS
-            assert stage["summary"]["failed"] == 0
+    asyncio.run(create())
+    amqp_url: str = request.getfixturevalue("amqp_url")
+    logs = Path(tempfile.mkdtemp(prefix="jobnik-restart-"))
+    with deployment(
+        "production", logs, postgres_url=postgres.url("jobnik"), amqp_url=amqp_url,
+        postgres=postgres,
+    ) as d:  # fmt: skip
+        yield d
+
+
+async def test_a_drain_survives_postgres_restarts(
+    profile: Deployment, postgres: PrivatePostgres
+) -> None:
+    stage_type = unique("restart")
+    async with httpx.AsyncClient(
+        base_url=profile.url, timeout=30, headers=profile.headers("producer")
+    ) as http:
+        created = await http.post(
+            "/v1/jobs",
+            json={
+                "name": unique("restart"),
+                "data": {},
+                "stages": [
+                    {
+                        "type": stage_type,
+                        "data": {},
+                        "tasks": [{"data": {"do": "ok", "seconds": TASK_SECONDS}}] * TASKS,
+                    }
+                ],
+            },
+        )
+        assert created.status_code == 201, created.text
+        job_id = created.json()["id"]
+        for _ in range(WORKERS):
+            profile.start_worker(stage_type, WORKER_CONCURRENCY=str(CONCURRENCY))
+        restarted_at: list[int] = []
+        for mode in RESTARTS:
+            await asyncio.sleep(2.0)
+            stages = (await _get(http, f"/v1/jobs/{job_id}/stages")).json()
+            restarted_at.append(stages[0]["summary"]["completed"])
+            await asyncio.to_thread(postgres.restart, mode)
+        deadline = time.monotonic() + 180
+        while True:
+            job = (await _get(http, f"/v1/jobs/{job_id}")).json()
+            if job["status"] != "IN_PROGRESS" or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        answers: Counter[int] = Counter()
+        for answer in profile.balancer_answers()["answers"]:
+            answers[answer["status"]] += answer["count"]
+        print(f"restarts after {restarted_at} tasks done; the answers: {dict(answers)}")
+
+        assert job["status"] == "COMPLETED", (job, dict(answers), str(profile.logs))
+        # Every restart hit the drain while it ran.
+        assert all(0 < done < TASKS for done in restarted_at), restarted_at
+        assert not {s for s in answers if s >= 500 and s != 503}, answers
+        stage = (await _get(http, f"/v1/jobs/{job_id}/stages")).json()[0]
+        assert stage["summary"]["completed"] == TASKS
+        assert stage["summary"]["failed"] == 0
+    url = profile.database_url
     db = Database(url)
     try:
         async with db.engine.connect() as conn:

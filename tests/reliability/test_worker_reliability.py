@@ -1,6 +1,7 @@
-"""Real manager and worker processes on PostgreSQL: a SIGKILLed worker's task is
-reclaimed, a signal stops every Worker of a process, an abort reaches running handlers
-within a heartbeat, and a pause lets running tasks finish."""
+"""Real worker processes on the production profile (two manager replicas on PostgreSQL
+behind one URL, auth on, each worker with its stage type's token): a SIGKILLed worker's
+task is reclaimed, a signal stops every Worker of a process, an abort reaches running
+handlers within a heartbeat, and a pause lets running tasks finish."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ import pytest
 from jobnik_manager.db.engine import Database
 
 from ..support.api import unique
+from ..support.deployment import Deployment
 from ..support.invariants import assert_invariants
-from ..support.processes import manager_process, module_process
+from ..support.processes import module_process
+from ..support.profiles import production
 
 pytestmark = pytest.mark.e2e
 
@@ -28,12 +31,39 @@ HEARTBEAT = 0.5
 WITH_STAGES = {"should_return_stages": True}
 
 
+@pytest.fixture(scope="module")
+def profile(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    # The reaper every half second: a lease that runs out is seen at once.
+    with production(
+        request,
+        tmp_path_factory.mktemp("reliability"),
+        manager_env={"JOBNIK_MAINTENANCE_INTERVAL": "0.5"},
+    ) as d:
+        yield d
+
+
+def admin(profile: Deployment) -> httpx.AsyncClient:
+    """The test's own calls: creating, steering and reading jobs."""
+    return httpx.AsyncClient(base_url=profile.url, headers=profile.headers("admin"))
+
+
+async def invariants_hold(profile: Deployment) -> None:
+    db = Database(profile.database_url)
+    try:
+        await assert_invariants(db)
+    finally:
+        await db.dispose()
+
+
 @contextmanager
 def marker_worker(
-    manager: str, stage_type: str, markers: Path, name: str, **env: str
+    profile: Deployment, stage_type: str, markers: Path, name: str, **env: str
 ) -> Iterator[subprocess.Popen[bytes]]:
     settings = {
-        "MARKER_MANAGER": manager,
+        "MARKER_MANAGER": profile.url,
+        "MARKER_TOKEN": profile.worker_token(stage_type) or "",
         "MARKER_STAGE_TYPES": stage_type,
         "MARKER_DIR": str(markers),
         "MARKER_NAME": name,
@@ -100,6 +130,7 @@ async def job_with_tasks(
 
 async def one_task_running(
     stack: ExitStack,
+    profile: Deployment,
     http: httpx.AsyncClient,
     kind: str,
     markers: Path,
@@ -110,7 +141,7 @@ async def one_task_running(
     """A job of one 3 s task of `kind`, started by a new marker worker named `worker`: the
     job's id, the task's, and the worker process."""
     job = await job_with_tasks(http, kind, [3], maxAttempts=max_attempts)
-    proc = stack.enter_context(marker_worker(str(http.base_url), kind, markers, worker, **env))
+    proc = stack.enter_context(marker_worker(profile, kind, markers, worker, **env))
     await until_marked(markers, "started")
     return job["id"], job["stages"][0]["tasks"][0]["id"], proc
 
@@ -137,21 +168,20 @@ async def handed_over(
 
 
 async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused(
-    pg_db: Database, tmp_path: Path
+    profile: Deployment, tmp_path: Path
 ) -> None:
     kind = unique("kill")
     with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url, JOBNIK_MAINTENANCE_INTERVAL="0.5"))
-        async with httpx.AsyncClient(base_url=url) as http:
+        async with admin(profile) as http:
             job_id, task_id, victim = await one_task_running(
-                stack, http, kind, tmp_path, "victim", max_attempts=3, MARKER_LEASE="2"
+                stack, profile, http, kind, tmp_path, "victim", max_attempts=3, MARKER_LEASE="2"
             )
             held = (await http.get(f"/v1/tasks/{task_id}")).json()
             assert held["worker"] == "victim" and held["status"] == "IN_PROGRESS"
             victim.send_signal(signal.SIGKILL)
             victim.wait()
 
-            stack.enter_context(marker_worker(url, kind, tmp_path, "rescuer", MARKER_LEASE="2"))
+            stack.enter_context(marker_worker(profile, kind, tmp_path, "rescuer", MARKER_LEASE="2"))
             done = await until_task_completed(http, task_id)
             assert done["worker"] == "rescuer" and done["attempts"] == 1
             late = await http.put(
@@ -165,11 +195,11 @@ async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused
             # Reaped once its lease had run out, not before.
             expiry = datetime.fromisoformat(held["leaseExpiresAt"])
             assert expiry <= datetime.fromisoformat(log[2]["time"])
-    await assert_invariants(pg_db)
+    await invariants_hold(profile)
 
 
 async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
-    pg_db: Database, tmp_path: Path
+    profile: Deployment, tmp_path: Path
 ) -> None:
     """A rolling restart: the task runs on its only attempt when its worker is told to
     stop; past the grace period the handler is cancelled and the task handed back with
@@ -177,10 +207,9 @@ async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
     stopped worker exits 0."""
     kind = unique("term")
     with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url))
-        async with httpx.AsyncClient(base_url=url) as http:
+        async with admin(profile) as http:
             job_id, task_id, leaving = await one_task_running(
-                stack, http, kind, tmp_path, "leaving", max_attempts=1, MARKER_GRACE="0.5"
+                stack, profile, http, kind, tmp_path, "leaving", max_attempts=1, MARKER_GRACE="0.5"
             )
             leaving.send_signal(signal.SIGTERM)
             # It exits of itself once the grace period is over, well before the handler's
@@ -189,23 +218,31 @@ async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
             assert task_id in markers_of(tmp_path, "cancelled")
             assert task_id not in markers_of(tmp_path, "finished")
 
-            stack.enter_context(marker_worker(url, kind, tmp_path, "staying"))
+            stack.enter_context(marker_worker(profile, kind, tmp_path, "staying"))
             done = await until_task_completed(http, task_id)
             assert done["worker"] == "staying" and done["attempts"] == 0
             assert (await http.get(f"/v1/jobs/{job_id}")).json()["status"] == "COMPLETED"
             log = await handed_over(http, job_id, task_id, "leaving", "staying")
             assert log[2]["reason"].startswith("handed back")
-    await assert_invariants(pg_db)
+    await invariants_hold(profile)
 
 
 async def paired_workers_running(
-    stack: ExitStack, url: str, http: httpx.AsyncClient, markers: Path, seconds: float, **env: str
+    stack: ExitStack,
+    profile: Deployment,
+    http: httpx.AsyncClient,
+    markers: Path,
+    seconds: float,
+    **env: str,
 ) -> tuple[list[str], subprocess.Popen[bytes]]:
     """A task of `seconds` for each of two stage types, both running in one process of
     two Workers (tests.reliability.paired_workers): the tasks' ids, and the process."""
     kinds = [unique("pair"), unique("pair")]
     jobs = [await job_with_tasks(http, kind, [seconds]) for kind in kinds]
-    settings = {"MARKER_MANAGER": url, "MARKER_STAGE_TYPES": ",".join(kinds), **env}
+    types = ",".join(kinds)
+    token = profile.worker_token(types) or ""
+    settings = {"MARKER_MANAGER": profile.url, "MARKER_STAGE_TYPES": types, **env}
+    settings["JOBNIK_TOKEN"] = token
     settings |= {"MARKER_DIR": str(markers), "MARKER_HEARTBEAT": str(HEARTBEAT)}
     log = markers / "paired.log"
     proc = stack.enter_context(module_process("tests.reliability.paired_workers", log, **settings))
@@ -213,33 +250,33 @@ async def paired_workers_running(
     return [job["stages"][0]["tasks"][0]["id"] for job in jobs], proc
 
 
-async def test_one_sigint_stops_both_workers_of_a_process(pg_db: Database, tmp_path: Path) -> None:
+async def test_one_sigint_stops_both_workers_of_a_process(
+    profile: Deployment, tmp_path: Path
+) -> None:
     """Ctrl+C on a process running two Workers: both finish their running task, and the
     process exits 0 (it used to stop one of them and then ignore every signal)."""
     with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url))
-        async with httpx.AsyncClient(base_url=url) as http:
-            task_ids, proc = await paired_workers_running(stack, url, http, tmp_path, 1)
+        async with admin(profile) as http:
+            task_ids, proc = await paired_workers_running(stack, profile, http, tmp_path, 1)
             proc.send_signal(signal.SIGINT)
             # The bound only keeps a failing test from hanging: the tasks end within 1 s.
             assert proc.wait(timeout=10) == 0
             assert set(markers_of(tmp_path, "finished")) == set(task_ids)
             for task_id in task_ids:
                 assert (await http.get(f"/v1/tasks/{task_id}")).json()["status"] == "COMPLETED"
-    await assert_invariants(pg_db)
+    await invariants_hold(profile)
 
 
 async def test_sigterm_after_sigint_stops_both_workers_at_once(
-    pg_db: Database, tmp_path: Path
+    profile: Deployment, tmp_path: Path
 ) -> None:
     """Two Workers in one process with an hour of grace: SIGINT has both wait for their
     running task; a SIGTERM then cancels both handlers, both tasks are handed back with
     no attempt spent, and the process exits 0."""
     with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url))
-        async with httpx.AsyncClient(base_url=url) as http:
+        async with admin(profile) as http:
             task_ids, proc = await paired_workers_running(
-                stack, url, http, tmp_path, 60, MARKER_GRACE="3600"
+                stack, profile, http, tmp_path, 60, MARKER_GRACE="3600"
             )
             proc.send_signal(signal.SIGINT)
             await asyncio.sleep(0.5)
@@ -251,19 +288,20 @@ async def test_sigterm_after_sigint_stops_both_workers_at_once(
             for task_id in task_ids:
                 task = (await http.get(f"/v1/tasks/{task_id}")).json()
                 assert (task["status"], task["attempts"]) == ("RETRIED", 0)
-    await assert_invariants(pg_db)
+    await invariants_hold(profile)
 
 
 async def test_abort_reaches_running_handlers_within_one_heartbeat(
-    pg_db: Database, tmp_path: Path
+    profile: Deployment, tmp_path: Path
 ) -> None:
     kind = unique("abort")
     with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url))
-        async with httpx.AsyncClient(base_url=url) as http:
+        async with admin(profile) as http:
             job = await job_with_tasks(http, kind, [60] * 6)
             stack.enter_context(
-                marker_worker(url, kind, tmp_path, "w", MARKER_CONCURRENCY="4", MARKER_LEASE="5")
+                marker_worker(
+                    profile, kind, tmp_path, "w", MARKER_CONCURRENCY="4", MARKER_LEASE="5"
+                )
             )
             await until_marked(tmp_path, "started", 4)
             response = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
@@ -294,7 +332,7 @@ async def test_abort_reaches_running_handlers_within_one_heartbeat(
             }
             last_abort = max(e["id"] for e in aborts)
             assert not [e for e in log if e["id"] > last_abort]
-    await assert_invariants(pg_db)
+    await invariants_hold(profile)
 
 
 def count_by_source(items: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
@@ -306,12 +344,11 @@ def count_by_source(items: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
 
 
 async def test_pause_lets_running_tasks_finish_and_resume_completes_the_job(
-    pg_db: Database, tmp_path: Path
+    profile: Deployment, tmp_path: Path
 ) -> None:
     first, second = unique("p1"), unique("p2")
     with ExitStack() as stack:
-        url = stack.enter_context(manager_process(pg_db.url))
-        async with httpx.AsyncClient(base_url=url) as http:
+        async with admin(profile) as http:
             body = {
                 "name": unique("pause"),
                 "data": {},
@@ -322,7 +359,7 @@ async def test_pause_lets_running_tasks_finish_and_resume_completes_the_job(
             }
             job = (await http.post("/v1/jobs", json=body)).json()
             stack.enter_context(
-                marker_worker(url, f"{first},{second}", tmp_path, "w", MARKER_CONCURRENCY="3")
+                marker_worker(profile, f"{first},{second}", tmp_path, "w", MARKER_CONCURRENCY="3")
             )
             await until_marked(tmp_path, "started", 3)
             paused = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "PAUSED"})
@@ -348,4 +385,4 @@ async def test_pause_lets_running_tasks_finish_and_resume_completes_the_job(
 
             await until(job_done, "the job to complete")
             assert len(markers_of(tmp_path, "finished")) == 5
-    await assert_invariants(pg_db)
+    await invariants_hold(profile)

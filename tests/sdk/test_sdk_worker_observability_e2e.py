@@ -1,6 +1,6 @@
-"""End to end: a worker process from worker-boilerplate with WORKER_LOG_FORMAT=json and
-WORKER_METRICS_PORT logs one JSON object per line, its task's lines carrying the task's
-ids, and serves its metrics over HTTP."""
+"""End to end, on the production profile: a worker process from worker-boilerplate with
+WORKER_LOG_FORMAT=json and WORKER_METRICS_PORT logs one JSON object per line, its task's
+lines carrying the task's ids, and serves its metrics over HTTP."""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from jobnik_manager.db.engine import Database
-from jobnik_sdk import JobnikClient, JobStatus, NewStage, NewTask
+from jobnik_sdk import JobStatus, NewStage, NewTask
 
 from ..support.api import unique
-from ..support.processes import manager_process
-from .workers import worker_process
+from ..support.profiles import production
 
 pytestmark = pytest.mark.e2e
 
@@ -30,17 +28,16 @@ def free_port() -> int:
 
 
 async def test_a_worker_process_logs_json_and_serves_metrics(
-    pg_db: Database, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    kind, port, log = unique("observed"), free_port(), tmp_path / "worker.log"
-    with (
-        manager_process(pg_db.url) as url,
-        worker_process(url, kind, log, WORKER_LOG_FORMAT="json", WORKER_METRICS_PORT=str(port)),
-    ):
-        async with JobnikClient(url) as jobnik, httpx.AsyncClient() as http:
+    kind, port = unique("observed"), free_port()
+    with production(request, tmp_path) as profile:
+        profile.start_worker(kind, name="observed", WORKER_METRICS_PORT=str(port))
+        log = profile.logs / "worker-observed.log"
+        async with profile.client("producer") as jobnik, httpx.AsyncClient() as http:
             job = await jobnik.create_job(
                 unique("observed-job"),
-                stages=[NewStage(type=kind, tasks=[NewTask(data={"x": 1, "y": 2, "zoom": 3})])],
+                stages=[NewStage(type=kind, tasks=[NewTask(data={"do": "ok", "seconds": 0.1})])],
             )
             done = await jobnik.wait(
                 job.id, poll_interval=timedelta(milliseconds=100), timeout=timedelta(seconds=60)

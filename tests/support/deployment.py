@@ -233,9 +233,11 @@ def deployment(
     log_level: str = "info",
     stage_types: Mapping[str, int] | None = None,
     worker_env: Mapping[str, str] | None = None,
+    manager_env: Mapping[str, str] | None = None,
 ) -> Iterator[Deployment]:
     """Start a deployment of `kind`; `postgres_url` is a fresh, empty database of the
-    production profile's. `stage_types` starts that many template workers of each type."""
+    production profile's. `stage_types` starts that many template workers of each type;
+    `manager_env` adds settings of the managers'."""
     logs.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         if kind == "minimal":
@@ -244,7 +246,7 @@ def deployment(
             replica = Replica(
                 "manager",
                 port,
-                _manager_env(database_url, port, JOBNIK_LOG_LEVEL=log_level),
+                _manager_env(database_url, port, JOBNIK_LOG_LEVEL=log_level, **(manager_env or {})),
                 logs / "manager.log",
             )
             replica.start()
@@ -262,6 +264,7 @@ def deployment(
                 retention,
                 pool_size,
                 log_level,
+                manager_env or {},
             )
         for stage_type, count in (stage_types or {}).items():
             for _ in range(count):
@@ -297,6 +300,7 @@ def _production(
     retention: str,
     pool_size: int,
     log_level: str,
+    manager_env: Mapping[str, str],
 ) -> Deployment:
     manager_command(database_url, "migrate")  # as before a rollout
     admin = manager_command(database_url, "tokens", "create", "--name", "admin", "--role", "admin")
@@ -318,6 +322,7 @@ def _production(
         "OTEL_TRACES_EXPORTER": "otlp",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{balancer_url}/_otlp/v1/traces",
         "OTEL_SERVICE_NAME": "jobnik-manager",
+        **manager_env,
     }
     members = []
     for i, port in enumerate(ports):

@@ -1,0 +1,184 @@
+"""The plans the hot path depends on, held by tests instead of comments: on PostgreSQL
+with a million tasks, the claim reads the partial claim index in order and the
+completion finds its tasks by id; neither scans the tasks table, before PostgreSQL has
+analysed it (a stage created a moment ago) and after.
+
+Each statement is explained on a connection of the hot path's own pool, with its
+settings (no bitmap scans, generic plans), and the very parameters a run would bind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from jobnik_manager.clock import SystemClock
+from jobnik_manager.db import migrate
+from jobnik_manager.db.claim import claim_statement
+from jobnik_manager.db.complete import complete_statement
+from jobnik_manager.db.direct import DirectStatement
+from jobnik_manager.db.engine import Database
+
+from ..conftest import app_client
+from ..support.api import Api
+from ..support.profiles import fresh_database
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+TASKS = 1_000_000
+COPIES = 50_000  # of each of the 20 tasks made through the API
+
+
+@pytest.fixture(scope="module")
+def big_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    with fresh_database(request) as url:
+        migrate.upgrade(url)
+        asyncio.run(populate(url))
+        yield url
+
+
+async def populate(url: str) -> None:
+    """A million claimable tasks: two stage types in one job, made through the API, then
+    each task copied (new ids) in one statement."""
+    db = Database(url, clock=SystemClock())
+    try:
+        async with app_client(db) as client:
+            api = Api(client)
+            job = await api.create_job()
+            for stage_type in ("hot", "cold"):
+                stage = await api.create_stage(job["id"], stage_type)
+                await api.create_tasks(stage["id"], 10)
+        async with db.direct_transaction() as conn:
+            columns = [
+                r["column_name"]
+                for r in await conn.fetch(
+                    "SELECT column_name FROM information_schema.columns"
+                    " WHERE table_name = 'tasks' AND column_name NOT IN ('seq', 'id')"
+                    " ORDER BY ordinal_position"
+                )
+            ]
+            listed = ", ".join(columns)
+            await conn.execute(
+                f"INSERT INTO tasks (id, {listed})"
+                f" SELECT gen_random_uuid(), {listed} FROM tasks, generate_series(1, {COPIES})"
+            )
+            assert await conn.fetchval("SELECT count(*) FROM tasks") == TASKS + 20
+    finally:
+        await db.dispose()
+
+
+@pytest.fixture
+async def big(big_url: str) -> AsyncIterator[Database]:
+    db = Database(big_url, clock=SystemClock())
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+async def explain(db: Database, statement: DirectStatement, params: dict[str, Any]) -> Any:
+    async with db.direct_transaction() as conn:
+        rows = await conn.fetch(f"EXPLAIN (FORMAT JSON) {statement.sql}", *statement.args(params))
+    plan = rows[0][0]
+    return json.loads(plan) if isinstance(plan, str) else plan
+
+
+def scans_of(plan: Any, table: str) -> list[tuple[str, str | None]]:
+    """Every node that reads `table`: its type and the index it uses, if any."""
+    found: list[tuple[str, str | None]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if node.get("Relation Name") == table:
+            found.append((node["Node Type"], node.get("Index Name")))
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"])
+    return found
+
+
+def sorts_of(plan: Any, table: str) -> list[dict[str, Any]]:
+    """The Sort nodes that sort rows read from `table` itself (not from a CTE of them)."""
+    found: list[dict[str, Any]] = []
+
+    def reads(node: dict[str, Any]) -> bool:
+        # A node's own input, not the CTEs it carries (InitPlans: planned on their own).
+        inputs = [c for c in node.get("Plans", []) if c.get("Parent Relationship") != "InitPlan"]
+        return node.get("Relation Name") == table or any(reads(c) for c in inputs)
+
+    def walk(node: dict[str, Any]) -> None:
+        if node["Node Type"] == "Sort" and reads(node):
+            found.append(node)
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"])
+    return found
+
+
+def claim_params(db: Database) -> dict[str, Any]:
+    now = db.clock.now()
+    return {
+        "types": "hot",
+        "n": 100,
+        "now": now,
+        "expires": now + timedelta(seconds=30),
+        "seconds": 30.0,
+        "worker": "w",
+        "principal": None,
+        "time": now.isoformat(),
+    }
+
+
+async def analysed(db: Database, yes: bool) -> None:
+    async with db.direct_transaction() as conn:
+        await conn.execute("ANALYZE tasks" if yes else "SELECT 1")
+
+
+@pytest.mark.parametrize("analyse", [False, True], ids=["fresh", "analysed"])
+@pytest.mark.parametrize("announce", [False, True], ids=["quiet", "announcing"])
+async def test_a_claim_reads_the_claim_index_in_order(
+    big: Database, analyse: bool, announce: bool
+) -> None:
+    await analysed(big, analyse)
+    plan = await explain(big, claim_statement(True, announce), claim_params(big))
+    scans = scans_of(plan, "tasks")
+    assert ("Index Scan", "ix_tasks_claim") in scans, scans
+    assert not [s for s in scans if s[0] in ("Seq Scan", "Bitmap Heap Scan")], scans
+    # The claim takes the first `n` in the index's order: nothing sorts the table (the
+    # statement sorts only the few rows it claimed, and the events it writes).
+    assert not sorts_of(plan, "tasks"), json.dumps(plan, indent=1)
+
+
+@pytest.mark.parametrize("analyse", [False, True], ids=["fresh", "analysed"])
+async def test_a_completion_finds_its_tasks_by_id(big: Database, analyse: bool) -> None:
+    await analysed(big, analyse)
+    ids = [uuid.uuid4() for _ in range(100)]
+    params = {
+        "ids": ids,
+        "leases": [None] * 100,
+        "results": [None] * 100,
+        "now": big.clock.now(),
+        "principal": None,
+    }
+    plan = await explain(big, complete_statement(), params)
+    reads = [scan for scan in scans_of(plan, "tasks") if scan[0] != "ModifyTable"]
+    assert ("Index Scan", "uq_tasks_id") in reads, reads
+    assert all(kind == "Index Scan" for kind, _ in reads), reads
+
+
+async def test_the_checks_see_a_scan_and_a_sort_of_the_table(big: Database) -> None:
+    # What the tests above refuse is there to see when a plan does read and sort the table.
+    async with big.direct_transaction() as conn:
+        rows = await conn.fetch(
+            "EXPLAIN (FORMAT JSON) SELECT * FROM tasks WHERE worker IS NULL ORDER BY data::text"
+        )
+    plan = rows[0][0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    assert ("Seq Scan", None) in scans_of(plan, "tasks")
+    assert sorts_of(plan, "tasks")
