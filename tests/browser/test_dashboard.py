@@ -1,8 +1,8 @@
 """The dashboard in a browser, against the production profile (two replicas behind one
 URL, auth on, the page signed in as the operator): a job's stages run (by plain HTTP
 calls with a worker's token, as a worker's would) while the page follows them; an
-approval, a pause and resume, and an abort made with the page's buttons. Screenshots of the jobs list and of
-a job page go to build/screenshots/."""
+approval, a pause and resume, and an abort made with the page's buttons. Screenshots of
+the jobs list and of a job page go to build/screenshots/."""
 
 from __future__ import annotations
 

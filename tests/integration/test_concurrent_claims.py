@@ -72,10 +72,7 @@ async def test_sixteen_claimers_take_each_task_exactly_once(profile: Deployment)
     replicas = [r.url for r in profile.replicas]
     token = profile.worker_token(stage_type)
     await asyncio.gather(
-        *(
-            _claimer(replicas[i % len(replicas)], token, stage_type, claims)
-            for i in range(CLAIMERS)
-        )
+        *(_claimer(replicas[i % len(replicas)], token, stage_type, claims) for i in range(CLAIMERS))
     )
 
     retried = sum(1 for i in range(TASKS_PER_JOB) if i % 7 == 0) * JOBS
