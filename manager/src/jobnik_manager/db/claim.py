@@ -17,7 +17,6 @@ from typing import Any
 
 from sqlalchemy import (
     ARRAY,
-    ColumnElement,
     Row,
     String,
     any_,
@@ -44,13 +43,6 @@ _WAITING_STATUSES = [TaskStatus.PENDING.value, TaskStatus.RETRIED.value]
 _WAITING = Task.status.in_(_WAITING_STATUSES)
 
 
-def _new_lease_id(dialect: str) -> ColumnElement[Any]:
-    if dialect == "postgresql":
-        return func.gen_random_uuid()
-    # SQLite keeps a UUID as 32 hex digits.
-    return func.lower(func.hex(func.randomblob(16)))
-
-
 async def claim_rows(
     s: AsyncSession,
     stage_types: Sequence[str],
@@ -60,50 +52,41 @@ async def claim_rows(
     lease: timedelta,
     worker: str | None,
 ) -> list[Any]:
-    """Claim up to `limit` tasks of these types (best priority, then oldest): each row is
-    the claimed task as it is now, plus `previous`, its status before the claim."""
+    """SQLite: claim up to `limit` tasks of these types (best priority, then oldest):
+    each row is the claimed task as it is now, plus `previous`, its status before the
+    claim. (PostgreSQL claims with `claim_statement`, one statement of its own.)"""
     picked = select(Task.seq, Task.status.label("previous")).where(Task.claimable, _WAITING)
     if len(stage_types) == 1:
         # Equality keeps the plan a plain ordered index scan.
         picked = picked.where(Task.stage_type == stage_types[0])
     else:
         picked = picked.where(Task.stage_type.in_(stage_types))
-    picked = (
-        picked.order_by(Task.priority_rank, Task.seq).limit(limit).with_for_update(skip_locked=True)
-    )
-    dialect = s.get_bind().dialect.name
-    start = update(Task).values(
-        status=TaskStatus.IN_PROGRESS,
-        claimable=False,
-        start_time=now,
-        update_time=now,
-        lease_id=_new_lease_id(dialect),
-        lease_expires_at=now + lease,
-        lease_seconds=lease.total_seconds(),
-        worker=worker,
-        progress=None,
-        progress_message=None,
-    )
-    if dialect == "postgresql":
-        chosen = picked.cte("picked")
-        stmt = (
-            start.where(Task.seq == chosen.c.seq)
-            .returning(*TASK_COLUMNS, chosen.c.previous)
-            .execution_options(synchronize_session=False)
+    picked = picked.order_by(Task.priority_rank, Task.seq).limit(limit)
+    # SQLite's RETURNING sees only the updated table; the write lock taken at BEGIN
+    # keeps the two statements together.
+    previous = {r.seq: r.previous for r in await s.execute(picked)}
+    if not previous:
+        return []
+    updated = await s.execute(
+        update(Task)
+        .values(
+            status=TaskStatus.IN_PROGRESS,
+            claimable=False,
+            start_time=now,
+            update_time=now,
+            # SQLite keeps a UUID as 32 hex digits.
+            lease_id=func.lower(func.hex(func.randomblob(16))),
+            lease_expires_at=now + lease,
+            lease_seconds=lease.total_seconds(),
+            worker=worker,
+            progress=None,
+            progress_message=None,
         )
-        rows = list(await s.execute(stmt))
-    else:
-        # SQLite's RETURNING sees only the updated table; the write lock taken at BEGIN
-        # keeps the two statements together.
-        previous = {r.seq: r.previous for r in await s.execute(picked)}
-        if not previous:
-            return []
-        updated = await s.execute(
-            start.where(Task.seq.in_(previous))
-            .returning(*TASK_COLUMNS)
-            .execution_options(synchronize_session=False)
-        )
-        rows = [_with_previous(r, previous[r.seq]) for r in updated]
+        .where(Task.seq.in_(previous))
+        .returning(*TASK_COLUMNS)
+        .execution_options(synchronize_session=False)
+    )
+    rows = [_with_previous(r, previous[r.seq]) for r in updated]
     rows.sort(key=lambda r: (r.priority_rank, r.seq))  # RETURNING keeps no order
     return rows
 
