@@ -62,3 +62,25 @@ def test_the_check_runs_as_a_module(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "does not exist" in done.stdout
+
+
+async def test_a_file_it_cannot_write_is_logged_and_the_worker_runs_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake, kind = FakeJobnik(), unique("health-ro")
+    health = tmp_path / "missing-folder" / "alive"  # its folder does not exist
+    ran = asyncio.Event()
+
+    async def handler(data: dict[str, object], ctx: TaskContext) -> None:
+        ran.set()
+
+    await fake.create_job("health", stages=[NewStage(type=kind, tasks=[NewTask()])])
+    worker = Worker(
+        fake, stage_types=kind, handler=handler, health_file=health, handle_signals=False
+    )
+    async with worker:
+        await asyncio.wait_for(ran.wait(), 10)
+    assert [r.message for r in caplog.records if "health file" in r.message] == [
+        f"cannot write the health file {health} ([Errno 2] No such file or directory: "
+        f"'{health}'): health checks fail"
+    ]

@@ -5,6 +5,8 @@ is not stuck, e.g. behind a handler that blocks it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 from pathlib import Path
 
@@ -13,17 +15,31 @@ HEALTH_INTERVAL = 5.0
 HEALTH_MAX_AGE = 30.0
 
 
-async def keep_fresh(path: Path, every: float = HEALTH_INTERVAL) -> None:
+async def keep_fresh(
+    path: Path, every: float = HEALTH_INTERVAL, log: logging.Logger | None = None
+) -> None:
     """Touch `path` every `every` seconds until cancelled, then remove it: a stopped
-    worker is not healthy."""
+    worker is not healthy. A file it cannot write (a read-only file system, say) is
+    logged once and tried again; the worker itself runs on."""
+    log = log or logging.getLogger("jobnik_sdk.worker")
+    failing = False
     # On the event loop itself, not in a thread: a loop that cannot run this is what the
     # check is for (a touch is one quick system call).
     try:
         while True:
-            path.touch()  # noqa: ASYNC240
+            try:
+                path.touch()  # noqa: ASYNC240
+                failing = False
+            except OSError as exc:
+                if not failing:
+                    log.warning(
+                        "cannot write the health file %s (%s): health checks fail", path, exc
+                    )
+                failing = True
             await asyncio.sleep(every)
     finally:
-        path.unlink(missing_ok=True)  # noqa: ASYNC240
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)  # noqa: ASYNC240
 
 
 def age(path: str | os.PathLike[str]) -> float | None:
