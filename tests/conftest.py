@@ -9,9 +9,10 @@ import gc
 import os
 import re
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -95,14 +96,26 @@ def postgres_url() -> Iterator[str]:
     url = f"{POSTGRES_URL}_{os.getpid()}"
     name = url.rpartition("/")[2]
     try:
-        asyncio.run(_admin(url, f'DROP DATABASE IF EXISTS "{name}"', f'CREATE DATABASE "{name}"'))
+        outside_any_loop(
+            _admin(url, f'DROP DATABASE IF EXISTS "{name}"', f'CREATE DATABASE "{name}"')
+        )
     except (OSError, asyncpg.PostgresError) as exc:
         if REQUIRE_POSTGRES:
             pytest.fail(f"PostgreSQL is required but unreachable at {POSTGRES_URL}: {exc}")
         pytest.skip(f"PostgreSQL unreachable at {POSTGRES_URL}: {exc}")
-    migrate.upgrade(url)
+    # Alembic runs its own event loop.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(migrate.upgrade, url).result()
     yield url
-    asyncio.run(_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    outside_any_loop(_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def outside_any_loop(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` to its end in a thread of its own: a session fixture may first be
+    asked for from inside a running event loop (an async test, or Playwright's sync
+    API), where asyncio.run would refuse, and its error would stay for the session."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, work).result()
 
 
 @pytest.fixture(scope="session")

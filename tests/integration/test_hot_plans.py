@@ -8,7 +8,7 @@ settings (no bitmap scans, generic plans), and the very parameters a run would b
 
 from __future__ import annotations
 
-import asyncio
+import concurrent.futures
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -24,7 +24,7 @@ from jobnik_manager.db.complete import complete_statement
 from jobnik_manager.db.direct import DirectStatement
 from jobnik_manager.db.engine import Database
 
-from ..conftest import app_client
+from ..conftest import app_client, outside_any_loop
 from ..support.api import Api
 from ..support.profiles import fresh_database
 
@@ -37,8 +37,9 @@ COPIES = 50_000  # of each of the 20 tasks made through the API
 @pytest.fixture(scope="module")
 def big_url(request: pytest.FixtureRequest) -> Iterator[str]:
     with fresh_database(request) as url:
-        migrate.upgrade(url)
-        asyncio.run(populate(url))
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(migrate.upgrade, url).result()  # Alembic runs its own event loop
+        outside_any_loop(populate(url))
         yield url
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from jobnik_manager.db.engine import Database
 
+from ..conftest import outside_any_loop
 from ..support.api import unique
 from ..support.deployment import Deployment, deployment
 from ..support.invariants import assert_invariants
@@ -66,7 +67,7 @@ def profile(
         await admin.execute("CREATE DATABASE jobnik")
         await admin.close()
 
-    asyncio.run(create())
+    outside_any_loop(create())
     amqp_url: str = request.getfixturevalue("amqp_url")
     logs = Path(tempfile.mkdtemp(prefix="jobnik-restart-"))
     with deployment(

@@ -4,17 +4,15 @@ A folder's conftest imports `running` to offer it."""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..conftest import POSTGRES_URL, _admin
+from ..conftest import POSTGRES_URL, _admin, outside_any_loop
 from .deployment import Deployment, deployment
 from .soak_scenarios import STAGE_TYPES
 
@@ -27,18 +25,11 @@ def fresh_database(request: pytest.FixtureRequest) -> Iterator[str]:
     request.getfixturevalue("postgres_url")
     url = f"{POSTGRES_URL}_profile_{uuid.uuid4().hex[:8]}"
     name = url.rpartition("/")[2]
-    _outside_any_loop(_admin(url, f'CREATE DATABASE "{name}"'))
+    outside_any_loop(_admin(url, f'CREATE DATABASE "{name}"'))
     try:
         yield url
     finally:
-        _outside_any_loop(_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
-def _outside_any_loop(work: Coroutine[Any, Any, None]) -> None:
-    """Run `work` to its end in a thread of its own: the caller may be inside a running
-    event loop (an async test, or Playwright's sync API)."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, work).result()
+        outside_any_loop(_admin(url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @contextmanager
