@@ -52,12 +52,9 @@ async def database(production: Deployment) -> AsyncIterator[Database]:
 def worker(
     d: Deployment, stage_type: str, markers: Path, name: str, **env: str
 ) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
-    """marker_worker on the deployment, woken over its broker, with a worker token."""
-    token = d.worker_token(stage_type) or ""
+    """marker_worker on the deployment (with its worker token), woken over its broker."""
     assert d.amqp_url is not None
-    return marker_worker(
-        d.url, stage_type, markers, name, MARKER_AMQP=d.amqp_url, MARKER_TOKEN=token, **env
-    )
+    return marker_worker(d, stage_type, markers, name, MARKER_AMQP=d.amqp_url, **env)
 
 
 def broker(action: str) -> None:

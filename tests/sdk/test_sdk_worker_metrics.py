@@ -28,7 +28,7 @@ from jobnik_sdk import (
 from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
-from ..support.handlers import Held
+from ..support.handlers import Gate, Held
 from .conftest import QUICK, Surface
 
 DEADLINE = timedelta(seconds=20)
@@ -253,3 +253,25 @@ async def test_a_handler_stopped_at_its_time_limit_is_a_failure() -> None:
     delta.pop("heartbeats", None)
     # The first of two attempts: the manager offers it again.
     assert delta == {"claims": 1, "retried": 1, "TimeoutError": 1}
+
+
+async def test_a_lease_lost_before_the_report_is_counted_too() -> None:
+    # The handler ends after its lease ran out and before a heartbeat heard so: the
+    # manager refuses the report (LEASE_LOST), and that is a lost lease as well.
+    fake, kind = FakeJobnik(), unique("metered-late")
+    gate = Gate(1)
+    await fake.create_job("late", stages=[NewStage(type=kind, tasks=[NewTask()])])
+    before = Samples(kind)
+    lease = timedelta(seconds=5)
+    async with worker(
+        fake, kind, gate, metrics=True, lease=lease, heartbeat_interval=timedelta(seconds=4)
+    ):
+        await asyncio.wait_for(gate.all_running.wait(), DEADLINE.total_seconds())
+        fake.clock.advance(lease * 2)  # ran out; the next heartbeat is seconds away
+        gate.release.set()
+        for _ in range(200):
+            if before.delta().get("leases_lost"):
+                break
+            await asyncio.sleep(0.01)
+    delta = before.delta()
+    assert delta.get("leases_lost") == 1, delta

@@ -17,6 +17,7 @@ from ._backoff import Backoff
 from ._consumer import ConsumerClient
 from ._exceptions import ApiError, JobnikTransportError
 from ._logs import Log, TaskIds
+from ._metrics import Meter
 from ._models import Task
 from ._reports import TaskReport
 
@@ -73,8 +74,10 @@ class Reporter:
         backoff: Backoff,
         running: Callable[[], int],
         log: Log,
+        meter: Meter | None = None,
     ) -> None:
         self._client = client
+        self._meter = meter
         self._running = running
         self._batch_size = batch_size
         self._linger = linger.total_seconds()
@@ -222,6 +225,10 @@ class Reporter:
                 message,
                 extra=extra,
             )
+            # A lease lost is counted whichever call hears of it first: a heartbeat, or
+            # the report of a handler that ended before the next heartbeat.
+            if self._meter is not None:
+                self._meter.lease_lost(self._meter.stage_type(item.ids.stage_type))
         elif code.startswith("ILLEGAL_") or code.endswith("NOT_FOUND"):
             # Its job was aborted or deleted meanwhile, or an earlier try of this very
             # report got through before its answer was lost.

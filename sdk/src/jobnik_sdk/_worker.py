@@ -252,6 +252,7 @@ class Worker(Generic[DataT]):
             backoff=poll_backoff,
             running=lambda: len(self._handlers) + len(self._ready),
             log=self._log,
+            meter=self._meter,
         )
 
         self._prefetch = Prefetch(concurrency, prefetch)
