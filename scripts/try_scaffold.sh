@@ -150,6 +150,9 @@ kill -TERM "$RENDER" "$PUBLISH"
 wait "$RENDER" && wait "$PUBLISH" && echo "   both workers stopped on SIGTERM, exit 0"
 
 step "5. tile-publish's image built with podman from its directory alone"
+if ! command -v podman >/dev/null 2>&1; then
+  echo "   skipped: no podman here (deploy/tests/test_containers.py builds such an image)"
+else
 # On the local Debian base (deploy/local/base-image.sh) unless BASE_IMAGE names another.
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$REPO/deploy/local/containers.conf}
 BASE=${BASE_IMAGE:-localhost/jobnik-debian-python:bookworm}
@@ -180,6 +183,7 @@ podman run -d --name tile-publish-try --network host -e WORKER_NAME=image-1 \
 podman stop -t 30 tile-publish-try >/dev/null
 echo "   the image's worker stopped on SIGTERM, exit $(podman inspect --format '{{.State.ExitCode}}' tile-publish-try)"
 podman rm tile-publish-try >/dev/null
+fi
 
 step "6. both projects' Helm values rendered with deploy/helm/jobnik-worker"
 repo_uv run --quiet --locked --group deploy python - "$WORK/tile-render" "$WORK/tile-publish" <<'EOF'

@@ -93,7 +93,11 @@ async def test_a_drain_survives_postgres_restarts(
                     {
                         "type": stage_type,
                         "data": {},
-                        "tasks": [{"data": {"do": "ok", "seconds": TASK_SECONDS}}] * TASKS,
+                        # Three attempts, as a team would give them: the template
+                        # handler's task event (a POST, not retried) fails its attempt
+                        # when it meets the restart.
+                        "tasks": [{"data": {"do": "ok", "seconds": TASK_SECONDS}, "maxAttempts": 3}]
+                        * TASKS,
                     }
                 ],
             },

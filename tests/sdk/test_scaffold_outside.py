@@ -1,11 +1,13 @@
 """scripts/try_scaffold.sh, run outside the repository with an empty uv cache: two
 workers scaffolded from the SDK's wheel alone pass their own tests, run side by side in
-one environment through a job across both, one of them installed the way its Dockerfile
-installs it, and their Helm values render with the worker chart. Needs the package
-index (and, for the chart, the repository's `deploy` group)."""
+one environment through a job across both, one of them built as an image from its own
+directory and run as a container (with podman, where it is installed), and their Helm
+values render with the worker chart. Needs the package index (and, for the chart, the
+repository's `deploy` group)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tomllib
 import zipfile
@@ -22,11 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_two_scaffolded_workers_outside_the_repository(tmp_path: Path) -> None:
     work = tmp_path / "try"
     assert not work.resolve().is_relative_to(ROOT)
+    # The image's build reaches PyPI through this machine's CA bundle, where it has one.
+    ca = Path("/etc/ssl/certs/ca-certificates.crt")
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "try_scaffold.sh"), str(work)],
         capture_output=True,
         text=True,
         timeout=600,
+        env={**os.environ, **({"CA_BUNDLE": str(ca)} if ca.exists() else {})},
     )
     said = done.stdout + done.stderr
     assert done.returncode == 0, said
