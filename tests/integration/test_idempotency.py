@@ -103,3 +103,22 @@ async def test_concurrent_first_uses_of_a_key_create_one_job(pg_db: Database) ->
     assert {a.status_code for a in answers} == {201}
     assert len({a.json()["id"] for a in answers}) == 1
     assert await count(pg_db, Job) == 1
+
+
+async def test_a_repeated_task_event_adds_one_entry(api: Api) -> None:
+    # What lets a handler's task event be retried through a restart: sent again with its
+    # key, it answers the first entry and adds none.
+    kind = unique("idem-event")
+    job = await api.create_job(stages=[{"type": kind, "data": {}, "tasks": [{"data": {}}]}])
+    task = await api.dequeue(kind)
+    assert task is not None
+    body = {"name": "tile.rendered", "leaseId": task["leaseId"], "fields": {"zoom": 3}}
+    headers = {"Idempotency-Key": "event-key-1"}
+    path = f"/v1/tasks/{task['id']}/events"
+    first = await api.call("POST", path, 201, json=body, headers=headers)
+    again = await api.call("POST", path, 201, json=body, headers=headers)
+    assert again == first
+    other = await api.call("POST", path, 409, json={**body, "name": "x"}, headers=headers)
+    assert other["code"] == "IDEMPOTENCY_KEY_REUSED"
+    history = await api.call("GET", f"/v1/jobs/{job['id']}/events", params={"page_size": 100})
+    assert [e["name"] for e in history["items"] if e.get("name")] == ["tile.rendered"]

@@ -93,9 +93,7 @@ async def test_a_drain_survives_postgres_restarts(
                     {
                         "type": stage_type,
                         "data": {},
-                        # Three attempts, as a team would give them: the template
-                        # handler's task event (a POST, not retried) fails its attempt
-                        # when it meets the restart.
+                        # Three attempts, as a team would give them.
                         "tasks": [{"data": {"do": "ok", "seconds": TASK_SECONDS}, "maxAttempts": 3}]
                         * TASKS,
                     }

@@ -433,3 +433,24 @@ def test_backoff_grows_with_jitter_up_to_its_maximum() -> None:
         Backoff(initial=timedelta(seconds=2), maximum=timedelta(seconds=1))
     with pytest.raises(ValueError):
         RequestRetryPolicy(max_attempts=0)
+
+
+async def test_a_task_event_is_retried_with_one_key() -> None:
+    # A handler's `ctx.emit` rides out a restart: the entry carries a key of its own,
+    # so the manager adds it once however often it is sent.
+    entry = {
+        "id": 7,
+        "time": "2026-01-01T00:00:00Z",
+        "entity": "TASK",
+        "entityId": TASK["id"],
+        "jobId": JOB["id"],
+        "taskId": TASK["id"],
+        "name": "tile.rendered",
+        "level": "info",
+    }
+    server = ScriptedManager([503, 503], entry)
+    async with client_for(on(server), auto_keys=True) as client:
+        added = await client.add_task_event(TASK["id"], "tile.rendered")
+    assert added.name == "tile.rendered"
+    keys = [r["idempotency-key"] for r in server.requests]
+    assert len(keys) == 3 and len(set(keys)) == 1 and uuid.UUID(keys[0])

@@ -201,7 +201,14 @@ class ConsumerCalls:
             body["message"] = message
         if fields is not None:
             body["fields"] = dict(fields)
-        response = await self._http.request("POST", f"/v1/tasks/{task_id}/events", json=body)
+        # With a key of its own (when keys are automatic) it is retried like a create,
+        # so a handler's entry rides out a manager or database restart.
+        response = await self._http.request(
+            "POST",
+            f"/v1/tasks/{task_id}/events",
+            json=body,
+            idempotency_key=self._http.idempotency_key(None),
+        )
         return Event.model_validate(response.json())
 
     async def complete(

@@ -23,6 +23,7 @@ from ...services.loading import load_task
 from ...services.reports import Report, report, settle
 from ..auth import listing_owner
 from ..deps import DatabaseDep, PageDep, WaitersDep
+from ..idempotency import IdempotencyKeyHeader, create_once
 from ..presenters import (
     event_body,
     job_body,
@@ -236,9 +237,17 @@ async def report_task_status(
     response_model=EventOut,
     responses=LEASE_ERRORS,
 )
-async def add_task_event(db: DatabaseDep, taskId: uuid.UUID, payload: TaskEventIn) -> Response:
+async def add_task_event(
+    db: DatabaseDep,
+    request: Request,
+    taskId: uuid.UUID,
+    payload: TaskEventIn,
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
     """Extension: add an entry to the task's job history (under the task's lease while it
-    runs); GET /v1/jobs/{jobId}/events answers it beside the status changes."""
+    runs); GET /v1/jobs/{jobId}/events answers it beside the status changes. With an
+    `Idempotency-Key`, sending it again adds nothing and answers the first entry, so a
+    client may retry it through a restart."""
     new = task_events.NewTaskEvent(
         name=payload.name,
         level=payload.level,
@@ -247,11 +256,12 @@ async def add_task_event(db: DatabaseDep, taskId: uuid.UUID, payload: TaskEventI
         lease_id=payload.lease_id,
     )
 
-    async def work(s: AsyncSession) -> Response:
-        event = await task_events.add_task_event(s, taskId, new)
-        return json_response(event_body(event), 201)
+    async def work(s: AsyncSession) -> object:
+        return event_body(await task_events.add_task_event(s, taskId, new))
 
-    return await in_transaction(db, work)
+    return await create_once(
+        db, request, idempotency_key, lambda: payload.model_dump(mode="json"), work
+    )
 
 
 @router.post("/{taskId}/heartbeat", response_model=HeartbeatOut, responses=LEASE_ERRORS)
