@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -22,9 +24,10 @@ from ..support.api import unique
 pytestmark = pytest.mark.unit
 
 
-async def test_the_file_is_fresh_while_the_worker_runs_and_gone_after(tmp_path: Path) -> None:
+@asynccontextmanager
+async def worker_with_a_task_run(health: Path) -> AsyncIterator[None]:
+    """A Worker with `health_file=health`, running, once it has run a task."""
     fake, kind = FakeJobnik(), unique("health")
-    health = tmp_path / "alive"
     ran = asyncio.Event()
 
     async def handler(data: dict[str, object], ctx: TaskContext) -> None:
@@ -36,6 +39,12 @@ async def test_the_file_is_fresh_while_the_worker_runs_and_gone_after(tmp_path: 
     )
     async with worker:
         await asyncio.wait_for(ran.wait(), 10)
+        yield
+
+
+async def test_the_file_is_fresh_while_the_worker_runs_and_gone_after(tmp_path: Path) -> None:
+    health = tmp_path / "alive"
+    async with worker_with_a_task_run(health):
         assert health.exists()
         assert check([str(health)]) == 0
     assert not health.exists()
@@ -67,19 +76,9 @@ def test_the_check_runs_as_a_module(tmp_path: Path) -> None:
 async def test_a_file_it_cannot_write_is_logged_and_the_worker_runs_on(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    fake, kind = FakeJobnik(), unique("health-ro")
     health = tmp_path / "missing-folder" / "alive"  # its folder does not exist
-    ran = asyncio.Event()
-
-    async def handler(data: dict[str, object], ctx: TaskContext) -> None:
-        ran.set()
-
-    await fake.create_job("health", stages=[NewStage(type=kind, tasks=[NewTask()])])
-    worker = Worker(
-        fake, stage_types=kind, handler=handler, health_file=health, handle_signals=False
-    )
-    async with worker:
-        await asyncio.wait_for(ran.wait(), 10)
+    async with worker_with_a_task_run(health):
+        pass
     assert [r.message for r in caplog.records if "health file" in r.message] == [
         f"cannot write the health file {health} ([Errno 2] No such file or directory: "
         f"'{health}'): health checks fail"
