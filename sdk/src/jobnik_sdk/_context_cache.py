@@ -4,13 +4,13 @@ Worker reads each once per burst of tasks rather than twice per task."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from ._clock import SYSTEM_CLOCK, Clock
 from ._consumer import ConsumerClient
 from ._models import Job, Stage
 
@@ -27,9 +27,15 @@ class ContextCache:
     share one read, however many ask at once; a read that fails is not kept."""
 
     def __init__(
-        self, client: ConsumerClient, *, ttl: timedelta = DEFAULT_TTL, size: int = DEFAULT_SIZE
+        self,
+        client: ConsumerClient,
+        *,
+        ttl: timedelta = DEFAULT_TTL,
+        size: int = DEFAULT_SIZE,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._client = client
+        self._clock = clock
         self._ttl = ttl.total_seconds()
         self._size = size
         self._stages: _Entries[Stage] = OrderedDict()
@@ -46,7 +52,7 @@ class ContextCache:
     def known_stage(self, stage_id: uuid.UUID) -> Stage | None:
         """The stage if it is kept and read already, without waiting for anything."""
         entry = self._stages.get(stage_id)
-        if entry is None or entry[0] <= time.monotonic():
+        if entry is None or entry[0] <= self._clock.monotonic():
             return None
         read = entry[1]
         if not read.done() or read.cancelled() or read.exception() is not None:
@@ -55,7 +61,7 @@ class ContextCache:
 
     def put(self, stages: list[Stage], jobs: list[Job]) -> None:
         """Keep these, as just read (a claim's answer carries them)."""
-        now = time.monotonic()
+        now = self._clock.monotonic()
         for entries, items in ((self._stages, stages), (self._jobs, jobs)):
             for item in items:
                 read: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -75,7 +81,7 @@ class ContextCache:
         key: uuid.UUID,
         fetch: Callable[[], Coroutine[Any, Any, T]],
     ) -> T:
-        now = time.monotonic()
+        now = self._clock.monotonic()
         entry = entries.get(key)
         if entry is not None and entry[0] > now:
             entries.move_to_end(key)

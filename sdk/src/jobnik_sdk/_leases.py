@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
-from contextlib import suppress
 from datetime import timedelta
 
 from ._attempt import Attempt, Progress
+from ._clock import SYSTEM_CLOCK, Clock, wait_event, within
 from ._consumer import ConsumerClient
 from ._exceptions import ApiError, JobnikTransportError
 from ._logs import Log, TaskIds
@@ -42,8 +41,10 @@ class LeaseKeeper:
         interval: timedelta,
         log: Log,
         meter: Meter | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._client = client
+        self._clock = clock
         self._meter = meter or Meter(None, [])
         self._lease = lease
         self._interval = interval.total_seconds()
@@ -58,7 +59,9 @@ class LeaseKeeper:
         """Keep the attempt's lease from now on (a task claimed without one has none)."""
         if attempt.task.lease_id is not None:
             self._attempts[attempt.task.id] = attempt
-            self._good_until[attempt.task.id] = time.monotonic() + self._lease.total_seconds()
+            self._good_until[attempt.task.id] = (
+                self._clock.monotonic() + self._lease.total_seconds()
+            )
 
     def remove(self, attempt: Attempt) -> None:
         """Stop keeping the attempt's lease: its handler has finished."""
@@ -73,7 +76,7 @@ class LeaseKeeper:
 
     async def run(self) -> None:
         """Beat until cancelled."""
-        last = time.monotonic()
+        last = self._clock.monotonic()
         while True:
             await self._until_next_beat(last)
             # Claimed tasks waiting for a slot keep their leases too.
@@ -88,7 +91,7 @@ class LeaseKeeper:
             except Exception:
                 # The leases of every running task hang on this loop: it must go on.
                 self._log.exception("unexpected error while renewing %d lease(s)", len(live))
-            last = time.monotonic()
+            last = self._clock.monotonic()
 
     def _has_news(self) -> bool:
         return any(attempt.unsent_progress is not None for attempt in self._attempts.values())
@@ -97,12 +100,10 @@ class LeaseKeeper:
         due = last + self._interval
         if not self._has_news():
             self._progress.clear()
-            with suppress(TimeoutError):
-                async with asyncio.timeout(max(0.0, due - time.monotonic())):
-                    await self._progress.wait()
+            await wait_event(self._progress, max(0.0, due - self._clock.monotonic()), self._clock)
         if self._has_news():
             due = min(due, last + min(1.0, self._interval))
-        await asyncio.sleep(max(0.0, due - time.monotonic()))
+        await self._clock.sleep(max(0.0, due - self._clock.monotonic()))
 
     async def _beat(self, attempts: list[Attempt]) -> None:
         beats = [
@@ -115,12 +116,11 @@ class LeaseKeeper:
             for attempt in attempts
             if (lease_id := attempt.task.lease_id) is not None  # as `add` made sure
         ]
-        sent = time.monotonic()
+        sent = self._clock.monotonic()
         deadline = self._deadline(attempts, sent)
         try:
-            async with asyncio.timeout(deadline):
-                answers = await self._renew(beats)
-            self._meter.heartbeat(time.monotonic() - sent)
+            answers = await within(self._renew(beats), deadline, self._clock)
+            self._meter.heartbeat(self._clock.monotonic() - sent)
         except (JobnikTransportError, ApiError) as exc:
             self._log.warning("heartbeat of %d task(s) failed: %s", len(beats), exc)
             return

@@ -5,15 +5,14 @@ back."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from ._attempt import Outcome, bad_result
 from ._backoff import Backoff
+from ._clock import SYSTEM_CLOCK, Clock, wait_event
 from ._consumer import ConsumerClient
 from ._exceptions import ApiError, JobnikTransportError
 from ._logs import Log, TaskIds
@@ -75,8 +74,10 @@ class Reporter:
         running: Callable[[], int],
         log: Log,
         meter: Meter | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._client = client
+        self._clock = clock
         self._meter = meter
         self._running = running
         self._batch_size = batch_size
@@ -97,7 +98,7 @@ class Reporter:
     ) -> asyncio.Future[None]:
         """Queue the report of `outcome`; the future is done once the manager answered
         for it, or reporting it was given up. `ids` name the task in the log."""
-        now = time.monotonic()
+        now = self._clock.monotonic()
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ids = ids or TaskIds(task.id)
         self._pending.append(_Pending(task, outcome, now + self._timeout, now, done, ids))
@@ -151,13 +152,11 @@ class Reporter:
     async def _linger_for_more(self) -> None:
         if self._pending[0].tried or self._complete():
             return
-        remaining = self._pending[0].queued_at + self._linger - time.monotonic()
+        remaining = self._pending[0].queued_at + self._linger - self._clock.monotonic()
         if remaining <= 0:
             return
         self._send_now.clear()
-        with suppress(TimeoutError):
-            async with asyncio.timeout(remaining):
-                await self._send_now.wait()
+        await wait_event(self._send_now, remaining, self._clock)
 
     def _take(self) -> list[_Pending]:
         batch = [self._pending.popleft()]
@@ -254,7 +253,7 @@ class Reporter:
 
     async def _retry(self, batch: list[_Pending], exc: JobnikTransportError | ApiError) -> None:
         self._failures += 1
-        now = time.monotonic()
+        now = self._clock.monotonic()
         kept: list[_Pending] = []
         for item in batch:
             if now >= item.deadline:
@@ -271,4 +270,4 @@ class Reporter:
         if kept:
             self._log.warning("reporting %d task(s) failed: %s; retrying", len(kept), exc)
             self._again(kept)
-        await asyncio.sleep(self._backoff.delay(self._failures).total_seconds())
+        await self._clock.sleep(self._backoff.delay(self._failures).total_seconds())

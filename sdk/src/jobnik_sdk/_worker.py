@@ -7,8 +7,6 @@ import logging
 import os
 import signal
 import socket
-import time
-from collections import deque
 from collections.abc import Sequence
 from contextlib import suppress
 from datetime import timedelta
@@ -21,6 +19,7 @@ from ._attempt import Attempt, Outcome
 from ._backoff import Backoff
 from ._claims import MAX_CLAIM, Claimer
 from ._client import JobnikClient
+from ._clock import SYSTEM_CLOCK, Clock, wait_any, wait_event
 from ._consumer import MAX_CLAIM_WAIT, ConsumerClient
 from ._context_cache import ContextCache
 from ._exceptions import ApiError, JobnikTransportError, RetryLaterError
@@ -32,6 +31,7 @@ from ._metrics import Meter, serve, worker_metrics
 from ._models import Task, TaskStatus
 from ._prefetch import Prefetch
 from ._reporter import MAX_REPORTS, Reporter
+from ._schedule import Schedule, Step
 from ._signals import listen_for_stop
 from ._tracing import task_span, tracer
 from ._wakeup import Wakeups
@@ -50,7 +50,6 @@ ABANDON_AFTER = timedelta(milliseconds=500)
 # The most tasks a worker holds claimed ahead: two claims' worth, so that one full claim
 # is on its way while the tasks of the last one start.
 MAX_PREFETCH = 2 * MAX_CLAIM
-CLAIMS_IN_FLIGHT = 2
 NOT_STARTED_REASON = "handed back: the worker stopped before starting it"
 CONTEXT_UNREAD_REASON = "handed back: its job and stage could not be read"
 
@@ -140,6 +139,10 @@ class Worker(Generic[DataT]):
     that never started, so no claimed task waits for its lease to run out and a rolling
     restart costs no task an attempt. Reports waiting for their batch are sent at once.
 
+    Time: everything the worker measures or waits out (leases, heartbeats, reports,
+    idle polls, the shutdown grace) is on `clock`, the real time unless a test hands in
+    one of its own (a `monotonic()` and an async `sleep(seconds)`) to move on itself.
+
     Authentication: given a URL, the worker's client sends `token` (by default the
     `JOBNIK_TOKEN` environment variable) as a bearer token. When the manager refuses a
     claim for the token (401, or 403 for a role or stage types that may not claim), the
@@ -174,6 +177,7 @@ class Worker(Generic[DataT]):
         health_file: str | os.PathLike[str] | None = None,
         tracer_provider: TracerProvider | None = None,
         token: str | None = None,
+        clock: Clock | None = None,
     ) -> None:
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         if not types or any(not t for t in types):
@@ -215,6 +219,7 @@ class Worker(Generic[DataT]):
         self._grace = shutdown_grace
         self._handle_signals = handle_signals
         self._safety_poll = safety_poll
+        self._clock = clock or SYSTEM_CLOCK
         # Made (and prometheus_client imported) here, so a missing extra fails at once.
         on = metrics or metrics_port is not None
         self._meter = Meter(worker_metrics() if on else None, types)
@@ -231,7 +236,7 @@ class Worker(Generic[DataT]):
             if amqp_url
             else None
         )
-        self._contexts = ContextCache(self._client)
+        self._contexts = ContextCache(self._client, clock=self._clock)
         self._claimer = Claimer(
             self._client,
             types,
@@ -242,7 +247,12 @@ class Worker(Generic[DataT]):
             on_context=self._contexts.put,
         )
         self._leases = LeaseKeeper(
-            self._client, lease=lease, interval=heartbeat_interval, log=self._log, meter=self._meter
+            self._client,
+            lease=lease,
+            interval=heartbeat_interval,
+            log=self._log,
+            meter=self._meter,
+            clock=self._clock,
         )
         self._reporter = Reporter(
             self._client,
@@ -250,24 +260,25 @@ class Worker(Generic[DataT]):
             linger=report_linger,
             timeout=report_timeout,
             backoff=poll_backoff,
-            running=lambda: len(self._handlers) + len(self._ready),
+            running=lambda: len(self._handlers) + len(self._schedule.ready),
             log=self._log,
             meter=self._meter,
+            clock=self._clock,
         )
 
-        self._prefetch = Prefetch(concurrency, prefetch)
-        # Claimed tasks waiting for a slot (their leases kept meanwhile), the slots taken
-        # by running handlers, and a flag raised when either shrinks.
-        self._ready: deque[Attempt] = deque()
-        self._busy = 0
-        self._asked = 0  # tasks asked for by claims on their way
+        # Claimed tasks waiting for a slot (their leases kept meanwhile), the slots taken,
+        # claims on their way, and the stop. Reports awaiting the manager's answer are
+        # bounded, so a slow manager slows claims: two full batches' worth, so one can
+        # fill while the other is on its way.
+        self._schedule: Schedule[Attempt] = Schedule(
+            concurrency,
+            Prefetch(concurrency, prefetch),
+            max_unanswered=concurrency + 2 * report_batch_size,
+        )
+        # Raised when room for a claim may have come: a slot, an answer, a claim back.
         self._room = asyncio.Event()
-        # Reports awaiting the manager's answer: bounded, so a slow manager slows claims;
-        # two full batches' worth, so one can fill while the other is on its way.
-        self._max_unanswered = concurrency + 2 * report_batch_size
         self._stopping = asyncio.Event()
         self._finished = asyncio.Event()
-        self._stop_requested_at: float | None = None
         self._started = False
         # Handlers running and reports awaiting answers.
         self._runners: set[asyncio.Future[Any]] = set()
@@ -399,14 +410,13 @@ class Worker(Generic[DataT]):
             await self._background
 
     def _request_stop(self) -> None:
-        if not self._stopping.is_set():
-            self._stop_requested_at = time.monotonic()
+        if self._schedule.stop(self._clock.monotonic()):
             self._stopping.set()
             self._reporter.hurry()
             self._start_ready()  # hands back what is claimed but not started
 
     def _on_signal(self, sig: signal.Signals) -> None:
-        if self._stopping.is_set():
+        if self._schedule.stopping:
             # A second signal: stop now. Running handlers are cancelled and their tasks
             # handed back, as at the end of the grace period.
             self._log.warning("%s received again; stopping without waiting", sig.name)
@@ -421,8 +431,7 @@ class Worker(Generic[DataT]):
         self._request_stop()
 
     async def _drain(self) -> None:
-        started = self._stop_requested_at or time.monotonic()
-        remaining = max(0.0, started + self._grace.total_seconds() - time.monotonic())
+        remaining = self._schedule.grace_left(self._grace.total_seconds(), self._clock.monotonic())
         if not await self._wait_runners(remaining):
             self._cancel_handlers(f"still running after the {self._grace} grace period")
             await self._wait_runners(None)
@@ -431,12 +440,12 @@ class Worker(Generic[DataT]):
         """Wait for running tasks to be reported; False if some still run after `limit`.
 
         A handler that ends hands over to its report, so wait until none of either is left."""
-        deadline = None if limit is None else time.monotonic() + limit
+        deadline = None if limit is None else self._clock.monotonic() + limit
         while self._runners:
-            left = None if deadline is None else deadline - time.monotonic()
+            left = None if deadline is None else deadline - self._clock.monotonic()
             if left is not None and left <= 0:
                 return False
-            await asyncio.wait(set(self._runners), timeout=left)
+            await wait_any(set(self._runners), left, self._clock)
         return True
 
     def _cancel_handlers(self, why: str) -> None:
@@ -450,31 +459,27 @@ class Worker(Generic[DataT]):
     # ---- claiming -----------------------------------------------------------------------
 
     async def _poll(self) -> None:
-        idle_steps = 0
+        schedule = self._schedule
         # While work flows, claims go out without waiting for the one before to come back.
         claims: set[asyncio.Task[list[Task]]] = set()
         try:
-            while not self._stopping.is_set():
+            while not schedule.stopping:
                 self._room.clear()
                 for done in [claim for claim in claims if claim.done()]:
                     claims.discard(done)
                     tasks = done.result()  # an unexpected error ends the loop, as inline
-                    idle_steps = 0 if tasks else idle_steps + 1
+                    schedule.answered(found_any=bool(tasks))
                     self._take_claimed(tasks)
-                limit = self._claim_size()
-                if claims and (not limit or idle_steps or len(claims) >= CLAIMS_IN_FLIGHT):
-                    await self._until_room()  # a claim coming back makes room too
-                    continue
-                if not limit:
+                step, limit = schedule.next_step(len(self._runners), len(claims))
+                if step is Step.WAIT:
                     await self._until_room()
-                    continue
-                if not idle_steps and (self._busy or self._ready):
-                    self._asked += limit
+                elif step is Step.CLAIM_AHEAD:
+                    schedule.claim_sent(limit)
                     claim = asyncio.create_task(self._claim(limit))
                     claim.add_done_callback(partial(self._claim_back, limit))
                     claims.add(claim)
-                    continue
-                idle_steps = await self._claim_inline(limit, idle_steps)
+                else:
+                    await self._claim_inline(limit)
         finally:
             # Never cancelled: what they claim is handed back, not stranded.
             if claims:
@@ -483,8 +488,8 @@ class Worker(Generic[DataT]):
                 if not claim.cancelled() and claim.exception() is None:
                     self._take_claimed(claim.result())
 
-    async def _claim_inline(self, limit: int, idle_steps: int) -> int:
-        """Claim and wait for the answer (a long poll once idle); the new idle step count."""
+    async def _claim_inline(self, limit: int) -> None:
+        """Claim and wait for the answer (a long poll once idle)."""
         if self._wakeups:
             # Cleared before claiming: a wake-up that lands during the claim is kept.
             self._wakeups.event.clear()
@@ -493,16 +498,15 @@ class Worker(Generic[DataT]):
         may_wait = self._claimer.long_polls and not (
             self._wakeups is not None and self._wakeups.connected
         )
-        long_poll = may_wait and idle_steps > 0
-        began = time.monotonic()
+        long_poll = may_wait and self._schedule.idle_steps > 0
+        began = self._clock.monotonic()
         tasks = await (self._long_poll(limit) if long_poll else self._claim(limit))
+        self._schedule.answered(found_any=bool(tasks))
         if not tasks:
-            idle_steps += 1
             if long_poll or not may_wait:
-                await self._idle(idle_steps, waited=time.monotonic() - began)
-            return idle_steps
+                await self._idle(self._schedule.idle_steps, waited=self._clock.monotonic() - began)
+            return
         self._take_claimed(tasks)
-        return 0
 
     async def _claim(self, limit: int, *, wait: bool = False) -> list[Task]:
         tasks = await self._claimer.claim(limit, wait=wait)
@@ -511,7 +515,7 @@ class Worker(Generic[DataT]):
         return tasks
 
     def _claim_back(self, limit: int, _claim: asyncio.Task[list[Task]]) -> None:
-        self._asked -= limit
+        self._schedule.claim_back(limit)
         self._room.set()
 
     def _take_claimed(self, tasks: list[Task]) -> None:
@@ -525,23 +529,8 @@ class Worker(Generic[DataT]):
             )
             self._meter.claimed(self._meter.stage_type(attempt.ids.stage_type))
             self._leases.add(attempt)
-            self._ready.append(attempt)
+            self._schedule.claimed([attempt])
         self._start_ready()
-
-    def _claim_size(self) -> int:
-        """How many tasks to claim now: enough for the free slots and the claimed-ahead
-        target, once there is room for a worthwhile batch; 0 to wait for room."""
-        if len(self._runners) - self._busy >= self._max_unanswered:
-            return 0  # a slow manager slows claims: wait for reports to be answered
-        free = self._concurrency - self._busy
-        ahead = self._prefetch.target
-        wanted = free + ahead - len(self._ready) - self._asked
-        if wanted <= 0:
-            return 0
-        # A slot would idle, or a full claim (or half the target) has started: claim.
-        if (free > 0 and not self._ready) or wanted >= max(1, min(MAX_CLAIM, ahead // 2)):
-            return min(wanted, MAX_CLAIM)
-        return 0
 
     async def _until_room(self) -> None:
         stop = asyncio.ensure_future(self._stopping.wait())
@@ -566,7 +555,7 @@ class Worker(Generic[DataT]):
         try:
             await asyncio.wait({claim, stop}, return_when=asyncio.FIRST_COMPLETED)
             if not claim.done():
-                await asyncio.wait({claim}, timeout=ABANDON_AFTER.total_seconds())
+                await wait_any({claim}, ABANDON_AFTER.total_seconds(), self._clock)
         finally:
             stop.cancel()
             if not claim.done():
@@ -587,35 +576,30 @@ class Worker(Generic[DataT]):
         stop = asyncio.create_task(self._stopping.wait())
         woken = asyncio.create_task(self._wakeups.event.wait())
         try:
-            await asyncio.wait(
-                {stop, woken},
-                timeout=self._safety_poll.total_seconds(),
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+            await wait_any({stop, woken}, self._safety_poll.total_seconds(), self._clock)
         finally:
             stop.cancel()
             woken.cancel()
 
     async def _sleep(self, delay: timedelta) -> None:
-        with suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), delay.total_seconds())
+        await wait_event(self._stopping, delay.total_seconds(), self._clock)
 
     # ---- running ------------------------------------------------------------------------
 
     def _start_ready(self) -> None:
         """Start claimed tasks while slots are free; once stopping, hand them back."""
-        while self._ready and (self._busy < self._concurrency or self._stopping.is_set()):
-            attempt = self._ready.popleft()
+        schedule = self._schedule
+        while (attempt := schedule.next_ready()) is not None:
             self._room.set()
             if attempt.dropped is not None:
                 self._leases.remove(attempt)  # aborted or lost while it waited
                 continue
-            if self._stopping.is_set():
+            if schedule.stopping:
                 self._leases.remove(attempt)
                 outcome = Outcome(TaskStatus.RETRIED, reason=NOT_STARTED_REASON, delay=timedelta(0))
                 self._track(self._reporter.submit(attempt.task, outcome, ids=attempt.ids))
                 continue
-            self._busy += 1
+            schedule.started()
             task = attempt.task
             # One asyncio task per claimed task: its ending is taken up by a callback.
             invocation = asyncio.create_task(
@@ -628,7 +612,7 @@ class Worker(Generic[DataT]):
             started_as = self._meter.stage_type(attempt.ids.stage_type)
             self._meter.started(started_as)
             invocation.add_done_callback(
-                partial(self._handler_done, attempt, time.monotonic(), started_as)
+                partial(self._handler_done, attempt, self._clock.monotonic(), started_as)
             )
 
     def _track(self, work: asyncio.Future[Any]) -> None:
@@ -647,21 +631,20 @@ class Worker(Generic[DataT]):
         its slot for the next task while the report is on its way."""
         self._handlers.discard(invocation)
         self._leases.remove(attempt)
-        took = time.monotonic() - began
-        self._prefetch.observe(took)
+        took = self._clock.monotonic() - began
         if not invocation.cancelled():
             invocation.exception()  # read even when dropped, so asyncio does not warn
         outcome = None
         try:
             if attempt.dropped is None:
-                outcome = attempt.outcome(shutting_down=self._stopping.is_set())
+                outcome = attempt.outcome(shutting_down=self._schedule.stopping)
                 self._track(self._reporter.submit(attempt.task, outcome, ids=attempt.ids))
         except Exception:
             self._log.exception(
                 "unexpected error while reporting %s", attempt.name, extra=attempt.extra
             )
         finally:
-            self._busy -= 1
+            self._schedule.ended(took)
             if self._meter.enabled:  # whatever happened above, or the gauge would drift
                 ended, error_type = attempt.ending(outcome)
                 stage_type = self._meter.stage_type(attempt.ids.stage_type)
