@@ -1,6 +1,10 @@
-"""The one place that decides whether a request is sent again.
+"""The one place that decides whether something is tried again, and when.
 
-Only failures that may pass are retried: connection errors, timeouts, and 502/503/504
+`retrying` is the one helper every retry in the SDK runs on: tenacity, paced by a
+`Backoff`, sleeping on the caller's clock, with an explicit should-retry predicate.
+Requests to the manager and the wake-up listener's reconnects use it.
+
+Requests: only failures that may pass are retried: connection errors, timeouts, and 502/503/504
 from a proxy or a manager that is starting or overloaded. Any other answer, 4xx above
 all, is final. A request whose repetition could do something twice is retried only
 when it surely never reached the server: a POST without an `Idempotency-Key` (unless
@@ -17,11 +21,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
+from typing import Any
 
 import httpx
-from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt, stop_never
+from tenacity.stop import StopBaseT
 
 from ._backoff import Backoff
+from ._clock import SYSTEM_CLOCK, Clock
 from ._exceptions import redact
 
 log = logging.getLogger("jobnik_sdk.retry")
@@ -31,6 +38,31 @@ RETRY_STATUSES = frozenset({502, 503, 504})
 _UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 # The request may have reached the server; only a repeatable request is sent again.
 _MAYBE_SENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+def retrying(
+    *,
+    backoff: Backoff,
+    should_retry: Callable[[RetryCallState], bool],
+    stop: StopBaseT = stop_never,
+    step: Callable[[RetryCallState], int] = lambda state: state.attempt_number,
+    before_sleep: Callable[[RetryCallState], None] | None = None,
+    give_up: Callable[[RetryCallState], Any] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> AsyncRetrying:
+    """Tries that go on while `should_retry` says so of the last one's outcome, until
+    `stop`, waiting `backoff`'s delay for the `step`-th retry (by default the number of
+    tries made) on `clock`. `give_up` turns the last outcome into the result once
+    `stop` ends it (tenacity raises RetryError without it); `before_sleep` sees each
+    outcome that is retried, e.g. to log it."""
+    return AsyncRetrying(
+        stop=stop,
+        wait=lambda state: backoff.delay(step(state)).total_seconds(),
+        retry=should_retry,
+        sleep=clock.sleep,
+        before_sleep=before_sleep,
+        retry_error_callback=give_up,
+    )
 
 
 def _default_backoff() -> Backoff:
@@ -139,9 +171,6 @@ async def _send_again(
         response: httpx.Response = outcome.result()
         return should_retry(replay, status=response.status_code)
 
-    def wait(state: RetryCallState) -> float:
-        return policy.backoff.delay(state.attempt_number + 1).total_seconds()
-
     def give_up(state: RetryCallState) -> httpx.Response:
         assert state.outcome is not None
         response: httpx.Response = state.outcome.result()  # re-raises a transport error
@@ -161,12 +190,13 @@ async def _send_again(
             state.upcoming_sleep,
         )
 
-    retrying = AsyncRetrying(
+    tries = retrying(
+        backoff=policy.backoff,
+        should_retry=retry,
         stop=stop_after_attempt(policy.max_attempts - 1),
-        wait=wait,
-        retry=retry,
-        retry_error_callback=give_up,
+        step=lambda state: state.attempt_number + 1,
         before_sleep=before_sleep,
+        give_up=give_up,
     )
-    response: httpx.Response = await retrying(send)
+    response: httpx.Response = await tries(send)
     return response
