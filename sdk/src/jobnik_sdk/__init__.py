@@ -59,6 +59,7 @@ from ._reports import (
     TaskReport,
 )
 from ._retry import RequestRetryPolicy
+from ._settings import WorkerSettings
 from ._version import __version__
 from ._worker import Worker
 
@@ -105,6 +106,7 @@ __all__ = [
     "TaskStatus",
     "WaitTimeoutError",
     "Worker",
+    "WorkerSettings",
     "__version__",
 ]
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._attempt import Attempt, Outcome
 from ._backoff import Backoff
-from ._claims import MAX_CLAIM, Claimer
+from ._claims import Claimer
 from ._client import JobnikClient
 from ._clock import SYSTEM_CLOCK, Clock, wait_any, wait_event
-from ._consumer import MAX_CLAIM_WAIT, ConsumerClient
+from ._consumer import ConsumerClient
 from ._context_cache import ContextCache
 from ._exceptions import ApiError, JobnikTransportError, RetryLaterError
 from ._handler import Handler, data_binder
@@ -32,6 +32,7 @@ from ._models import Task, TaskStatus
 from ._prefetch import Prefetch
 from ._reporter import MAX_REPORTS, Reporter
 from ._schedule import Schedule, Step
+from ._settings import DEFAULT_POLL_BACKOFF, MAX_PREFETCH, check_worker_options
 from ._signals import listen_for_stop
 from ._tracing import task_span, tracer
 from ._wakeup import Wakeups
@@ -41,15 +42,9 @@ if TYPE_CHECKING:
 
 DataT = TypeVar("DataT")
 
-DEFAULT_POLL_BACKOFF = Backoff(
-    initial=timedelta(milliseconds=250), maximum=timedelta(seconds=5), jitter=0.3
-)
 # How long a stopping worker still waits for a claim that is waiting for work: long
 # enough for an answer already on its way to arrive, as its tasks would be stranded.
 ABANDON_AFTER = timedelta(milliseconds=500)
-# The most tasks a worker holds claimed ahead: two claims' worth, so that one full claim
-# is on its way while the tasks of the last one start.
-MAX_PREFETCH = 2 * MAX_CLAIM
 NOT_STARTED_REASON = "handed back: the worker stopped before starting it"
 CONTEXT_UNREAD_REASON = "handed back: its job and stage could not be read"
 
@@ -182,27 +177,19 @@ class Worker(Generic[DataT]):
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         if not types or any(not t for t in types):
             raise ValueError("a worker needs at least one non-empty stage type")
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        if shutdown_grace < timedelta(0):
-            raise ValueError("shutdown_grace cannot be negative")
-        if not timedelta(seconds=1) <= lease <= timedelta(days=7):
-            raise ValueError("lease must be between 1 second and 7 days")
-        if not timedelta(0) < heartbeat_interval < lease:
-            raise ValueError("heartbeat_interval must be positive and shorter than lease")
-        if not timedelta(0) <= claim_wait <= MAX_CLAIM_WAIT:
-            raise ValueError("claim_wait must be between 0 and 60 seconds")
-        if not 1 <= report_batch_size <= MAX_REPORTS:
-            raise ValueError("report_batch_size must be between 1 and 100")
-        if report_linger < timedelta(0):
-            raise ValueError("report_linger cannot be negative")
-        if not 0 <= prefetch <= MAX_PREFETCH:
-            raise ValueError(f"prefetch must be between 0 and {MAX_PREFETCH}")
-        if metrics_port is not None and not 1 <= metrics_port <= 65535:
-            raise ValueError("metrics_port must be between 1 and 65535")
+        check_worker_options(
+            concurrency=concurrency,
+            shutdown_grace=shutdown_grace,
+            lease=lease,
+            heartbeat_interval=heartbeat_interval,
+            claim_wait=claim_wait,
+            report_batch_size=report_batch_size,
+            report_linger=report_linger,
+            prefetch=prefetch,
+            metrics_port=metrics_port,
+            name=name,
+        )
         name = default_worker_name() if name is None else name
-        if not 1 <= len(name) <= 100:
-            raise ValueError("a worker's name has 1 to 100 characters")
         if token is not None and not isinstance(client, str):
             raise ValueError("token goes with a manager URL; give it to your client instead")
         self._owns_client = isinstance(client, str)
@@ -232,6 +219,7 @@ class Worker(Generic[DataT]):
                 amqp_url,
                 types,
                 logger=WorkerLog(logger or logging.getLogger("jobnik_sdk.wakeup"), types, name),
+                clock=self._clock,
             )
             if amqp_url
             else None

@@ -1,0 +1,123 @@
+"""The Worker on a clock the test moves: leases kept by heartbeats, and lost without
+them, over seconds of the worker's and the fake manager's time, with no sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from jobnik_sdk import HeartbeatOutcome, TaskContext, TaskHeartbeat, TaskStatus, Worker
+from jobnik_sdk.testing import FakeClock, FakeJobnik
+
+from ..support.api import unique
+from .conftest import QUICK
+from .test_sdk_worker_leases import eventually, in_status, one_task
+
+
+class ManualClock:
+    """A Worker clock that moves only on `advance`, and moves the fake manager's with it."""
+
+    def __init__(self, manager: FakeClock) -> None:
+        self._now = 0.0
+        self._manager = manager
+        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
+
+    def monotonic(self) -> float:
+        return self._now
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        entry = (self._now + seconds, asyncio.get_running_loop().create_future())
+        self._sleepers.append(entry)
+        try:
+            await entry[1]
+        finally:
+            if entry in self._sleepers:
+                self._sleepers.remove(entry)
+
+    def advance(self, seconds: float) -> None:
+        self._now += seconds
+        self._manager.advance(seconds)
+        for due, woken in list(self._sleepers):
+            if due <= self._now and not woken.done():
+                woken.set_result(None)
+
+
+class Beats:
+    """Passes every call to the fake, counting the batch heartbeats it answered."""
+
+    def __init__(self, inner: FakeJobnik) -> None:
+        self.inner = inner
+        self.answered = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def heartbeat_many(
+        self, heartbeats: list[TaskHeartbeat], **options: Any
+    ) -> list[HeartbeatOutcome]:
+        answers = await self.inner.heartbeat_many(heartbeats, **options)
+        self.answered += 1
+        return answers
+
+
+async def run_held_task(advances: list[float]) -> tuple[Any, bool]:
+    """Run one task (2 s lease, heartbeats every 0.5 s) whose handler is held while both
+    clocks move on by each of `advances` seconds in turn, waiting after each for a
+    heartbeat's answer; then let it finish. The task once the worker stopped, and
+    whether its handler was cancelled."""
+    fake = FakeJobnik()
+    clock, beats, kind = ManualClock(fake.clock), Beats(fake), unique("clocked")
+    created = await one_task(fake, kind)
+    started, release, cancelled = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def held(data: dict[str, Any], ctx: TaskContext) -> None:
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    worker = Worker(
+        beats,
+        stage_types=kind,
+        handler=held,
+        lease=timedelta(seconds=2),
+        heartbeat_interval=timedelta(seconds=0.5),
+        claim_wait=timedelta(0),
+        poll_backoff=QUICK,
+        handle_signals=False,
+        clock=clock,
+    )
+    async with worker:
+        await asyncio.wait_for(started.wait(), 10)
+        for seconds in advances:
+            before = beats.answered
+            clock.advance(seconds)
+
+            async def beaten(before: int = before) -> bool | None:
+                return True if beats.answered > before else None
+
+            await eventually(beaten, "the heartbeat due")
+        if cancelled.is_set():
+            return await fake.get_task(created.id), True
+        release.set()
+        done = in_status(fake, created.id, TaskStatus.COMPLETED)
+        return await eventually(done, "the task to complete"), False
+
+
+async def test_heartbeats_keep_a_claim_for_twice_its_lease_without_sleeping() -> None:
+    task, cancelled = await run_held_task([0.5] * 8)  # 4 s on both clocks
+    assert (task.status, task.attempts, cancelled) == (TaskStatus.COMPLETED, 0, False)
+
+
+async def test_a_claim_whose_lease_ran_out_between_heartbeats_is_lost() -> None:
+    # Both clocks jump past the 2 s lease before the next heartbeat: the manager has let
+    # the claim go, the heartbeat hears so, and the handler is cancelled unreported.
+    task, cancelled = await run_held_task([3.0])
+    assert cancelled
+    assert task.status is not TaskStatus.COMPLETED
