@@ -1,5 +1,6 @@
 """The checks of a body's bytes before it is parsed: which escapes spell text that
-cannot be stored, and where the volume and nesting limits fall."""
+cannot be stored, and where the volume and nesting limits fall; and the one parse of a
+body (`parse`): the value the standard library reads, or the refusal `scan` words."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 
 import pytest
 
-from jobnik_manager.api.body_scan import MAX_BODY_DEPTH, scan
+from jobnik_manager.api.body_scan import MAX_BODY_DEPTH, Refusal, Unreadable, parse, scan
 
 # As JSON text: each string is put between quotes, in an object, as a value and a key.
 STORABLE = [
@@ -96,3 +97,65 @@ def test_nesting_in_a_row_is_refused_beyond_the_limit() -> None:
     )
     in_a_string = json.dumps({"k": "[" * 500}).encode()
     assert scan(in_a_string, max_values=1000) is None
+
+
+# Bodies whose value orjson reads as the standard library does, and those it would read
+# otherwise or refuse though they are JSON: each must parse to the standard library's.
+PARSED_AS_JSON = [
+    b'{"stageTypes": ["a", "b"], "limit": 10, "withContext": true}',
+    b'{"k": "\\ud83c\\udf0d", "e": "\\u00e9", "raw": "\xd7\xa9\xf0\x9f\x8c\x8d"}',
+    b'{"f": 0.1, "g": -1.5e-7, "h": 1e308, "n": null, "z": -0}',
+    b'{"big": 123456789012345678901234567890, "neg": -98765432109876543210}',
+    b'{"id": "1234567890123456789012345"}',  # a long run of digits in a string
+    b"\xef\xbb\xbf{}",  # a byte order mark
+    b'{"inf": 1e999}',  # past a double: the models refuse it, with its field named
+    b'{"nan": NaN}',
+    b'{"a": 1, "a": 2}',
+    b"[]",
+    b"0",
+]
+
+
+@pytest.mark.parametrize("raw", PARSED_AS_JSON)
+def test_parse_reads_what_the_standard_library_reads(raw: bytes) -> None:
+    value = parse(raw, max_values=100)
+    expected = json.loads(raw)
+    assert json.dumps(value) == json.dumps(expected)
+    assert type(value) is type(expected)
+
+
+@pytest.mark.parametrize(("text", "what"), UNSTORABLE)
+def test_parse_refuses_unstorable_text_where_it_is(text: str, what: str) -> None:
+    refusal = parse(body(text), max_values=100)
+    assert isinstance(refusal, Refusal)
+    assert (refusal.status, refusal.code) == (400, "VALIDATION_ERROR")
+    assert refusal.message.startswith(f"k: {what}"), refusal.message
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        (b'{"k": "\xff\xfe"}', "not valid UTF-8"),
+        (b'{"k": "\xed\xbf\xbf"}', "not valid UTF-8"),  # an encoded surrogate
+        (b'{"k": "a\x00"}', "NUL byte"),
+        (b"[" * 5000 + b"]" * 5000, "nested deeper"),
+        # Nesting that closes some on the way down, past any parser's depth.
+        (b"[" + b"[],[" * 5000 + b"]" * 5001, "nested deeper"),
+        (json.dumps([1] * 200_001).encode(), "more than 100,000 JSON values"),
+    ],
+)
+def test_parse_refuses_what_no_route_may_take(raw: bytes, says: str) -> None:
+    refusal = parse(raw, max_values=100_000)
+    assert isinstance(refusal, Refusal) and says in refusal.message, refusal
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        (b'{"a": ', "6: JSON decode error"),
+        (b'{"a": 1,}', "8: JSON decode error"),
+        (b"stageTypes=a", "0: JSON decode error"),
+    ],
+)
+def test_parse_leaves_what_is_not_json_to_the_routes_words(raw: bytes, words: str) -> None:
+    assert parse(raw, max_values=100) == Unreadable(words)

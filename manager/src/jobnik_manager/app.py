@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from . import __version__
 from .api.auth import Authenticator
 from .api.deps import documented_method, known_query_only
+from .api.edge import Limits, RequestEdge
 from .api.errors import install_error_handlers, route_methods
 from .api.fast_lane import FastLane
 from .api.guard import InputGuard
@@ -96,39 +97,34 @@ def create_app(
             module.router,
             dependencies=[Depends(documented_method), Depends(known_query_only)],
         )
+    # The request edge (outermost) reads and parses a body once and the routes' table
+    # resolves a path once, for whichever reader asks first; so the middlewares below
+    # may come in any order. This one is theirs for what each answers first.
+    routes = app.state.routes = RouteTemplates(app.state.route_methods)
+    limits = Limits(settings.max_body_bytes, settings.max_body_values)
     # The v1 dequeue and task report skip FastAPI's routing and dependency solving here.
-    # A middleware added after this line wraps it and sees every request; one added
-    # before does not see those two calls: add what must (authentication, metrics) after.
     app.add_middleware(FastLane, api=app)
-    # Outside the fast lane: what no route may take is refused before any sees it.
-    app.add_middleware(
-        InputGuard,
-        max_body_bytes=settings.max_body_bytes,
-        max_body_values=settings.max_body_values,
-    )
+    # What no route may take is refused before any sees it.
+    app.add_middleware(InputGuard, limits=limits)
     if settings.auth == "on":  # outside the guard: who asks is known first
         app.add_middleware(
             Authenticator,
             api=app,
-            templates=app.state.route_methods,
+            routes=routes,
             open_metrics=not settings.auth_metrics,
             max_body_bytes=settings.max_body_bytes,
-            max_body_values=settings.max_body_values,
         )
     if tracer_provider is not None:
         trace_database(given.engine.sync_engine, tracer_provider)
         app.add_middleware(
             OpenTelemetryMiddleware,
             tracer_provider=tracer_provider,
-            default_span_details=span_details(RouteTemplates(app.state.route_methods)),
+            default_span_details=span_details(routes),
             exclude_spans=["receive", "send"],
         )
-    if settings.metrics:  # outermost: it counts what the guard refuses too
-        app.add_middleware(
-            RequestMetrics,
-            templates=app.state.route_methods,
-            log_ids=settings.log_format == "json",
-        )
+    if settings.metrics:  # it counts what the guard refuses too
+        app.add_middleware(RequestMetrics, routes=routes, log_ids=settings.log_format == "json")
+    app.add_middleware(RequestEdge, limits=limits)
     return app
 
 

@@ -5,15 +5,15 @@ token, 403 for what its role may not do; the route itself then runs as usual, an
 who asks (`domain.auth.acting`) for what it creates, lists and records.
 
 A body that names what the rule needs (stage types, task ids, a cancel) is read whole
-and parsed only once the token is known to be live; one that cannot be read is refused
-as InputGuard would refuse it (400 VALIDATION_ERROR, 413), never raised as a 500.
+by the edge and parsed there only once the token is known to be live (api/edge.py); one
+that cannot be read is refused as InputGuard would refuse it (400 VALIDATION_ERROR,
+413), never raised as a 500.
 
 Probes, the API documents and (unless JOBNIK_AUTH_METRICS is on) /metrics stay open.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -39,9 +39,9 @@ from ..domain.auth import (
 )
 from ..observe.http import RouteTemplates
 from ..services import ownership, tokens
-from .body_scan import Refusal, invalid, larger_than, scan
+from .body_scan import Refusal, Unreadable, invalid, larger_than
+from .edge import Inbound, Read, inbound
 from .errors import database_away, error_body
-from .replay import read_body, replay
 
 _OPEN = {
     "/",
@@ -114,17 +114,16 @@ class Authenticator:
         self,
         app: ASGIApp,
         api: Any,
-        templates: Iterable[str],
+        routes: RouteTemplates,
         open_metrics: bool = True,
         *,
         max_body_bytes: int,
-        max_body_values: int,
     ) -> None:
         self.app = app
         self.api = api
-        self.routes = RouteTemplates(templates)
+        self.routes = routes
         self.open = _OPEN | ({"/metrics"} if open_metrics else set())
-        self.limits = _Limits(max_body_bytes, max_body_values)
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A lifespan scope has no path and must reach the app, which starts its
@@ -140,21 +139,21 @@ class Authenticator:
         if token is None:
             await _refuse(scope, receive, send, 401, "UNAUTHORIZED", "a bearer token is required")
             return
-        route, params = self.routes.match(path)
+        route, params = self.routes.resolve(scope)
         action = ACTIONS.get((scope["method"], route))
         body = None
-        if action is not None and route in _BODY_ROUTES:
+        edge = inbound(scope)
+        if action is not None and route in _BODY_ROUTES and edge is not None:
             # All of it, up to the most any route takes: a rule must not be decided on
             # the part of a body it read. Its bytes only: parsing waits for a live token.
-            data, complete = await read_body(receive, self.limits.max_bytes)
-            receive = replay(data, complete, receive)
-            if not complete and len(data) <= self.limits.max_bytes:
+            read = (await edge.body()).read
+            if read is Read.GONE:
                 return  # the client left before it sent its body: no one to answer
-            body = _Body(data, complete)
+            body = _Body(edge, read is Read.COMPLETE, self.max_body_bytes)
         # One transaction: the token, and what the rule needs of the entity named.
         db: Database = self.api.state.database
         try:
-            found = await db.transaction(_lookup(token, action, route, params, body, self.limits))
+            found = await db.transaction(_lookup(token, action, route, params, body))
         except Exception as exc:
             # Out here the app's handlers cannot answer it: the database being away is
             # a 503 for the client to retry, not a server error.
@@ -191,35 +190,22 @@ class Authenticator:
 
 
 @dataclass(frozen=True, slots=True)
-class _Limits:
-    """The app's limits on a body (InputGuard's), applied here to the bodies read."""
-
-    max_bytes: int
-    max_values: int
-
-
-@dataclass(frozen=True, slots=True)
 class _Body:
-    data: bytes
+    edge: Inbound
     complete: bool  # False: it went past the limit
+    max_bytes: int
 
-    def parsed(self, limits: _Limits) -> Any:
+    async def parsed(self) -> Any:
         """Its JSON value, or the Refusal the guard and the route would answer it with:
-        what a client sends must not make the parser raise past here (a RecursionError
-        is a 500)."""
+        what a client sends must not make the parser raise past here."""
         if not self.complete:
-            return larger_than(limits.max_bytes)
-        if not self.data:
+            return larger_than(self.max_bytes)
+        if not (await self.edge.body()).data:
             return None  # the route words what is missing
-        refusal = scan(self.data, max_values=limits.max_values)
-        if refusal is not None:
-            return refusal
-        try:
-            return json.loads(self.data)
-        except json.JSONDecodeError as exc:
-            return invalid(f"{exc.pos}: JSON decode error")  # FastAPI's words for it
-        except (ValueError, RecursionError):  # nesting that closes on the way down
-            return invalid("There was an error parsing the body")
+        value = self.edge.parsed()
+        if isinstance(value, Unreadable):
+            return invalid(value.message)
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +233,6 @@ def _lookup(
     route: str,
     params: dict[str, str],
     body: _Body | None,
-    limits: _Limits,
 ) -> Callable[[AsyncSession], Awaitable[_Found]]:
     async def find(s: AsyncSession) -> _Found:
         principal = await tokens.principal_of(s, token)
@@ -257,7 +242,7 @@ def _lookup(
         # The status route's body says whether it reports or cancels; the others' are
         # read only when the rule depends on what they name.
         if body is not None and (route == _STATUS or needs_facts(principal, action)):
-            value = body.parsed(limits)
+            value = await body.parsed()
             if isinstance(value, Refusal):
                 return _Found(principal, action, refusal=value)
             if route == _STATUS and _field(value, "status") == "ABORTED":

@@ -1,5 +1,6 @@
-"""What a request body's bytes tell before it is parsed: text that cannot be stored,
-nesting and volume.
+"""What a request body's bytes tell before it is parsed (text that cannot be stored,
+nesting and volume), and its JSON value, parsed once for every reader of the request
+(`parse`).
 
 PostgreSQL refuses NUL characters in text and jsonb, and no UTF-8 encoder (the drivers',
 the JSON answers') takes a lone surrogate, which JSON's `\\uD800`-style escapes can
@@ -15,6 +16,13 @@ that are refused):
   with its strings left out;
 - a `\\u0000` or lone surrogate escape: refused, naming the field (the body is parsed to
   find it, after the volume checks).
+
+`parse` counts the volume, then gives the body to orjson, which refuses bytes that are
+not UTF-8, lone surrogates and nesting past its depth, each with one error, and which
+leaves only a `\\u0000` escape to look for. What orjson refuses, or would read
+differently from the standard library (integers beyond 64 bits, numbers past a double's
+range, a byte order mark), takes the exact path: `scan`, then the standard library's
+parser, whose words for a syntax error the routes have always answered with.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from .json_values import MAX_DEPTH
 
@@ -39,6 +49,9 @@ _LOW_HALF = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _OPENS = bytes.maketrans(b"{[", b"((")
 _NOT_BRACKETS = bytes(c for c in range(256) if c not in b"{}[]")
+# A run of digits as long as an integer beyond 64 bits needs (orjson reads it as a float).
+_LONG_DIGITS = re.compile(rb"\d{19}")
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +63,9 @@ class Refusal:
 
 def invalid(message: str) -> Refusal:
     return Refusal(400, "VALIDATION_ERROR", message)
+
+
+_NUL = invalid("body: holds a NUL byte, which JSON text in UTF-8 never does")
 
 
 def too_large(message: str) -> Refusal:
@@ -71,10 +87,52 @@ def unstorable(text: str) -> str | None:
     return f"{'a NUL character' if found[0] == chr(0) else 'a lone surrogate'} ({_shown(found[0])})"
 
 
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A body that is not JSON: the routes answer it (400) in their own words, which
+    `message` repeats for those who must answer first (the authenticator)."""
+
+    message: str
+
+
+def parse(body: bytes, *, max_values: int) -> Any:
+    """The JSON value of `body`; or the Refusal that the API answers it with before any
+    route sees it; or Unreadable. A client's body never makes it raise."""
+    if b"\x00" in body:
+        return _NUL
+    refusal = _volume(body, max_values)
+    if refusal is not None:
+        return refusal
+    if not body.startswith(_BOM) and _LONG_DIGITS.search(body) is None:
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            if exc.msg.startswith("depth limit"):
+                return _too_deep()
+        else:
+            found = _escapes(body) if b"\\u0000" in body else None
+            return value if found is None else found
+    try:
+        refusal = scan(body, max_values=max_values)
+        if refusal is not None:
+            return refusal
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        return Unreadable(f"{exc.pos}: JSON decode error")  # FastAPI's words for it
+    except RecursionError:  # nesting that closes some on the way down
+        return _too_deep()
+    except ValueError:
+        return Unreadable("There was an error parsing the body")  # FastAPI's words
+
+
+def _too_deep() -> Refusal:
+    return invalid(f"body: nested deeper than {MAX_BODY_DEPTH} levels")
+
+
 def scan(body: bytes, *, max_values: int) -> Refusal | None:
     """Why `body` must be refused unparsed, or None if the parser may have it."""
     if b"\x00" in body:
-        return invalid("body: holds a NUL byte, which JSON text in UTF-8 never does")
+        return _NUL
     if not body.isascii():
         try:
             body.decode("utf-8")

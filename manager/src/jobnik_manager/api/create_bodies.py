@@ -3,11 +3,11 @@ body validated and converted a slice of tasks at a time.
 
 FastAPI validates a body in one go on the event loop: for 100,000 tasks that holds the
 loop for half a second, and an invalid body's errors are all gathered, one per task,
-however many. The routes of `CreateRoute` parse their body here instead (the same
-parser): one with more than `max_tasks_per_call` tasks is answered 413 before a task is
-validated; one with many tasks is validated `SLICE` tasks at a time, the loop free for
-other requests in between, and the first slice with an error ends it (400, its first
-errors). FastAPI then takes the validated model as it is. A small body goes on to
+however many. The routes of `CreateRoute` take their body here instead, as the edge
+parsed it (api/edge.py): one with more than `max_tasks_per_call` tasks is answered 413
+before a task is validated; one with many tasks is validated `SLICE` tasks at a time,
+the loop free for other requests in between, and the first slice with an error ends it
+(400, its first errors). FastAPI then takes the validated model as it is. A small body goes on to
 FastAPI as before. The routes convert such a body (`new_job`, ...) and answer the tasks
 they created (`created_task_bodies`) in slices too, and a large body is created with
 the cyclic garbage collector paused (`_collector_paused`).
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -30,6 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..services.specs import NewJob, NewStage, NewTask
 from ..settings import Settings
 from .auth import creator
+from .edge import EdgeRequest, EdgeRoute, edge_json
 from .errors import describe_errors
 from .presenters import task_bodies
 from .schemas import JobCreate, StageCreate, TaskCreate
@@ -98,15 +98,15 @@ class InvalidBody(HTTPException):
         super().__init__(400, describe_errors(errors))
 
 
-class CreateRoute(APIRoute):
+class CreateRoute(EdgeRoute):
     """A route whose JSON body is one of the creating bodies above."""
 
     def get_route_handler(self) -> Callable[[Request], Any]:
-        handle = super().get_route_handler()
         annotation = self.body_field.field_info.annotation if self.body_field else None
         task_lists = _TASK_LISTS.get(annotation)
         if task_lists is None:
-            return handle
+            return super().get_route_handler()
+        handle = APIRoute.get_route_handler(self)
         body_type = annotation
 
         async def route(request: Request) -> Response:
@@ -146,7 +146,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-class _CreateRequest(Request):
+class _CreateRequest(EdgeRequest):
     def __init__(
         self, scope: Any, receive: Any, body_type: Any, task_lists: Callable[[Any], TaskLists]
     ) -> None:
@@ -156,7 +156,7 @@ class _CreateRequest(Request):
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            body = json.loads(await self.body())
+            body = await edge_json(self)
             lists = self.task_lists(body)
             count = sum(len(tasks) for _, tasks in lists)
             settings: Settings = self.app.state.settings

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..db.failures import is_conflict, is_unavailable
 from ..domain.errors import DomainError
+from ..observe.http import RouteTemplates
 
 log = logging.getLogger(__name__)
 
@@ -49,18 +50,39 @@ def documented_methods(request: Request) -> frozenset[str] | None:
     """The methods the OpenAPI document gives the request's path, or None if it has no
     such path. Where templates overlap, the one with the fewest parameters is the path's
     own (/v1/tasks/claim, not /v1/tasks/{taskId}). Read from the app's routes, which the
-    document is made of (making the document itself costs a fifth of a second)."""
+    document is made of (making the document itself costs a fifth of a second), and from
+    the route template the request was resolved to (observe.http)."""
     paths = _route_methods(request.app)
-    path = request.scope["path"]
-    matches = [
-        (template.count("{"), operations)
-        for template, operations in paths.items()
-        if _template(template).fullmatch(path)
-    ]
-    if not matches:
+    routes: RouteTemplates | None = getattr(request.app.state, "routes", None)
+    if routes is None:
+        routes = RouteTemplates(paths)
+    template, _ = routes.resolve(request.scope)
+    if template not in paths:
         return None
-    fewest = min(params for params, _ in matches)
-    return frozenset(m.upper() for params, ops in matches if params == fewest for m in ops)
+    path = request.scope["path"]
+    twins = [t for t in _twins(tuple(paths))[template] if _template(t).fullmatch(path)]
+    return frozenset(m.upper() for t in (template, *twins) for m in paths[t])
+
+
+@functools.cache
+def _twins(templates: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The other templates that some path matches as well as each, with as many
+    parameters: a path takes the methods of all of them."""
+    split = {t: t.split("/") for t in templates}
+
+    def overlap(a: list[str], b: list[str]) -> bool:
+        return len(a) == len(b) and all(
+            x == y or x.startswith("{") or y.startswith("{") for x, y in zip(a, b, strict=True)
+        )
+
+    return {
+        t: tuple(
+            u
+            for u in templates
+            if u != t and u.count("{") == t.count("{") and overlap(split[t], split[u])
+        )
+        for t in templates
+    }
 
 
 def allowed_methods(request: Request) -> str | None:

@@ -16,7 +16,6 @@ finds them; what none handles goes up to the server error middleware, as from a 
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from typing import Any, TypeVar
@@ -27,7 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..db.engine import Database
 from ..dispatch.wakeups import ReadyWaiters
-from .replay import read_body, replay
+from .body_scan import Refusal, Unreadable
+from .edge import Read, inbound
 from .routes.stages import dequeue
 from .routes.tasks import claim_batch, report_batch, report_task_status
 from .schemas import BatchReport, ClaimRequest, Inbound, TaskStatusReport
@@ -36,9 +36,6 @@ from .schemas import BatchReport, ClaimRequest, Inbound, TaskStatusReport
 _DEQUEUE = re.compile(r"/v1/stages/([^/]+)/tasks/dequeue")
 _STATUS = re.compile(r"/v1/tasks/([^/]+)/status")
 _MAX_STAGE_TYPE = 50  # the dequeue route's Path(max_length=50)
-# Bodies up to this size are read here; a larger one goes to FastAPI (with the bytes
-# read so far), which applies its own limit to it.
-_MAX_BODY = 64 * 1024
 _task_id = TypeAdapter(uuid.UUID)
 M = TypeVar("M", bound=Inbound)
 _CLAIM, _REPORTS = "/v1/tasks/claim", "/v1/tasks/reports"
@@ -99,11 +96,10 @@ class FastLane:
 
     async def _parsed(self, scope: Scope, receive: Receive, send: Send, model: type[M]) -> M | None:
         """The body as `model`; or None, the request having gone on to the routes (which
-        word every error as the API does) with its body as read."""
-        body, complete = await read_body(receive, _MAX_BODY)
-        payload = _payload(scope, body, model) if complete else None
+        word every error as the API does)."""
+        payload = await _payload(scope, model)
         if payload is None:
-            await self.app(scope, replay(body, complete, receive), send)
+            await self.app(scope, receive, send)
         return payload
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send, work: Any) -> None:
@@ -128,13 +124,20 @@ def _handler(api: FastAPI, exc: Exception) -> Any:
     return None
 
 
-def _payload(scope: Scope, body: bytes, model: type[M]) -> M | None:
-    """The body as the route would validate it, or None to leave it to the route."""
+async def _payload(scope: Scope, model: type[M]) -> M | None:
+    """The body, as the edge parsed it, as the route would validate it; or None to leave
+    it to the route."""
     content_types = [v for k, v in scope["headers"] if k == b"content-type"]
-    if content_types != [b"application/json"] or not body:
+    edge = inbound(scope)
+    if content_types != [b"application/json"] or edge is None:
+        return None
+    body = await edge.body()
+    if body.read is not Read.COMPLETE or not body.data:
+        return None
+    value = edge.parsed()
+    if isinstance(value, (Refusal, Unreadable)):
         return None
     try:
-        return model.model_validate(json.loads(body))
-    # JSONDecodeError is a ValueError; nesting past the parser's depth, a RecursionError.
-    except (ValueError, ValidationError, RecursionError):
+        return model.model_validate(value)
+    except ValidationError:
         return None

@@ -2,10 +2,12 @@
 
 It wraps the whole app, the fast lane included, so no route, model or store sees a
 request it refuses. A path segment, query value or header holding a NUL character is
-refused (400); a body larger than `max_body_bytes` is answered 413, before it is read
+refused (400); a body larger than the edge's limit is answered 413, before it is read
 when its Content-Length says so, else as soon as the bytes that came exceed it; a body
-that `body_scan` refuses gets that answer. Nothing is stored for a refused request.
-What passes goes on with its body replayed, unchanged.
+that `body_scan.parse` refuses gets that answer. Nothing is stored for a refused request.
+The body is the one the edge read and parsed (api/edge.py): what passes goes on to
+routes that take its parsed value; a body that is not JSON goes on to the route, which
+words the error.
 """
 
 from __future__ import annotations
@@ -15,59 +17,43 @@ from urllib.parse import parse_qsl
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .body_scan import Refusal, invalid, larger_than, printable, scan, unstorable
+from .body_scan import Refusal, invalid, larger_than, printable, unstorable
+from .edge import Limits, Read, inbound
 from .errors import error_body
-from .replay import replay
 
 # Their bodies, if any, are read by no route.
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class InputGuard:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, max_body_values: int) -> None:
+    def __init__(self, app: ASGIApp, *, limits: Limits) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
-        self.max_body_values = max_body_values
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        edge = inbound(scope) if scope["type"] == "http" else None
+        if edge is None:
             await self.app(scope, receive, send)
             return
         refusal, length = _request_line(scope)
-        if refusal is None and length is not None and length > self.max_body_bytes:
-            refusal = self._too_large()
+        if refusal is None and length is not None and length > self.limits.max_bytes:
+            refusal = larger_than(self.limits.max_bytes)
         if refusal is None:
             if length == 0 or scope["method"] in _BODILESS:
                 await self.app(scope, receive, send)
                 return
-            body, refusal = await self._body(receive)
-            if body is None and refusal is None:
+            body = await edge.body()
+            if body.read is Read.GONE:
                 return  # the client left before it sent its body: no one to answer
-            if refusal is None and body:
-                refusal = scan(body, max_values=self.max_body_values)
+            if body.read is Read.TOO_LARGE:
+                refusal = larger_than(self.limits.max_bytes)
+            elif body.data and isinstance(parsed := edge.parsed(), Refusal):
+                refusal = parsed
             if refusal is None:
-                await self.app(scope, replay(body or b"", True, receive), send)
+                await self.app(scope, receive, send)
                 return
         response = JSONResponse(error_body(refusal.message, refusal.code), refusal.status)
         await response(scope, receive, send)
-
-    async def _body(self, receive: Receive) -> tuple[bytes | None, Refusal | None]:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return None, None
-            chunk: bytes = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                return None, self._too_large()
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return (chunks[0] if len(chunks) == 1 else b"".join(chunks)), None
-
-    def _too_large(self) -> Refusal:
-        return larger_than(self.max_body_bytes)
 
 
 def _request_line(scope: Scope) -> tuple[Refusal | None, int | None]:

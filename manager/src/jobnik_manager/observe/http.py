@@ -1,11 +1,12 @@
-"""Around every request (the fast lane's included): counted by route template and
-status, and, for JSON logs, logged with the ids its path names."""
+"""Around every request: counted by route template and status, and, for JSON logs,
+logged with the ids its path names."""
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -22,9 +23,15 @@ _LOG_FIELDS = {
 }
 
 
+# Where a request's scope holds its route as `RouteTemplates.resolve` found it.
+ROUTE_KEY = "jobnik.route"
+
+
 class RouteTemplates:
     """Which route template a path matches (`/v1/jobs/{jobId}`), so that ids do not each
-    make a series of their own, and the parameters it names."""
+    make a series of their own, and the parameters it names. The app has one; what reads
+    a request's route (metrics, traces, authentication, the routes' checks) asks it of
+    the request's scope, where the first to ask leaves it for the others."""
 
     def __init__(self, templates: Iterable[str]) -> None:
         # Literal paths first (/v1/tasks/claim before /v1/tasks/{taskId}).
@@ -37,6 +44,13 @@ class RouteTemplates:
                 return template, m.groupdict()
         return "other", {}
 
+    def resolve(self, scope: MutableMapping[str, Any]) -> tuple[str, dict[str, str]]:
+        """The request's route template and parameters, matched once per request."""
+        found: tuple[str, dict[str, str]] | None = scope.get(ROUTE_KEY)
+        if found is None:
+            found = scope[ROUTE_KEY] = self.match(scope["path"])
+        return found
+
 
 def _pattern(template: str) -> str:
     parts = re.split(r"\{(\w+)\}", template)
@@ -47,9 +61,9 @@ def _pattern(template: str) -> str:
 
 
 class RequestMetrics:
-    def __init__(self, app: ASGIApp, templates: Iterable[str], log_ids: bool = False) -> None:
+    def __init__(self, app: ASGIApp, routes: RouteTemplates, log_ids: bool = False) -> None:
         self.app = app
-        self.routes = RouteTemplates(templates)
+        self.routes = routes
         self.log_ids = log_ids
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -57,7 +71,7 @@ class RequestMetrics:
             await self.app(scope, receive, send)
             return
         began = time.perf_counter()
-        route, params = self.routes.match(scope["path"])
+        route, params = self.routes.resolve(scope)
         status = 500  # unless the app answers
 
         async def sent(message: Message) -> None:

@@ -12,7 +12,7 @@ directly (claims, completions) are not.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
@@ -52,9 +52,9 @@ def span_details(routes: RouteTemplates) -> Any:
     """Spans named by method and route template (`PUT /v1/tasks/{taskId}/status`), not by
     the path with its ids, which would make every name unique."""
 
-    def details(scope: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    def details(scope: MutableMapping[str, Any]) -> tuple[str, dict[str, Any]]:
         method = scope.get("method", "HTTP")
-        route, _ = routes.match(scope.get("path", ""))
+        route, _ = routes.resolve(scope) if "path" in scope else ("other", {})
         return f"{method} {route}", {"http.route": route}
 
     return details

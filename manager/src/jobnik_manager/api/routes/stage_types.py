@@ -9,9 +9,10 @@ from fastapi import APIRouter
 
 from ...observe.state import read_state
 from ..deps import DatabaseDep
+from ..edge import EdgeRoute
 from ..schemas import ErrorMessage, Outbound
 
-router = APIRouter(prefix="/v1/stage-types", tags=["stage types"])
+router = APIRouter(prefix="/v1/stage-types", tags=["stage types"], route_class=EdgeRoute)
 
 
 class StageTypeOut(Outbound):

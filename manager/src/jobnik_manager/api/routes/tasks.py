@@ -23,6 +23,7 @@ from ...services.loading import load_task
 from ...services.reports import Report, report, settle
 from ..auth import listing_owner
 from ..deps import DatabaseDep, PageDep, WaitersDep
+from ..edge import EdgeRoute
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..presenters import (
     event_body,
@@ -55,7 +56,7 @@ from ..schemas import (
 from ..transaction import in_transaction
 from .common import ERRORS, LEASE_ERRORS, add_user_metadata_route
 
-router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
+router = APIRouter(prefix="/v1/tasks", tags=["tasks"], route_class=EdgeRoute)
 
 
 def _report_of(payload: TaskStatusReport) -> Report:

@@ -15,11 +15,12 @@ from ...domain.auth import Role
 from ...domain.errors import DomainError
 from ...services import tokens
 from ..deps import DatabaseDep
+from ..edge import EdgeRoute
 from ..same_named import same_named
 from ..schemas import ErrorMessage, TokenCreate, TokenOut
 from ..transaction import in_transaction
 
-router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
+router = APIRouter(prefix="/v1/tokens", tags=["tokens"], route_class=EdgeRoute)
 ERRORS: dict[int | str, dict[str, object]] = {
     400: {"model": ErrorMessage},
     403: {"model": ErrorMessage, "description": "FORBIDDEN: auth off, or not an admin token"},
