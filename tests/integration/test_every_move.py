@@ -5,10 +5,11 @@ One scenario makes each kind of move: creation, first claim and later claims (by
 claim and by v1 dequeue), complete, fail with attempts left (RETRIED) and for good,
 retry later, a retried task's claim, cancel, pause, resume, approval, a stage's turn,
 abort, replay of a failed job, time-out, and lease expiry, with the cascades each
-brings. It runs on both backends on a manual clock started at the same instant; their
-event logs are then compared whole, with ids, leases and times made relative (the
-rows of one step may come in any order: tasks claimed together are taken in id order,
-and ids are random).
+brings. It runs on both backends on a manual clock started at the same instant. Every
+row logged is a legal move as `domain.moves` declares them, and every row stands where
+its last move left it. The two event logs are then compared whole, with ids, leases
+and times made relative (the rows of one step may come in any order: tasks claimed
+together are taken in id order, and ids are random).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ import httpx
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
 from jobnik_manager.domain.auth import Role
+from jobnik_manager.domain.errors import IllegalTransition
+from jobnik_manager.domain.moves import Entity, Move
+from jobnik_manager.domain.transitions import Actor
 from jobnik_manager.maintenance.reaper import open_due_retries, reap_expired
 from jobnik_manager.maintenance.time_limits import time_out_attempts
 from jobnik_manager.services import tokens
@@ -269,6 +273,41 @@ async def _scenario(run: Run) -> None:
     await run.step("abort")
 
 
+async def _check_effects(run: Run) -> None:
+    """Each logged row is a declared, legal move; each job, stage and task stands where
+    its last move left it, ended (an end time) exactly when its status is final."""
+    admin = run.clients["admin"]
+    last: dict[tuple[str, str], str] = {}
+    for job_id in run.jobs:
+        page = await admin.call("GET", f"/v1/jobs/{job_id}/events", params={"page_size": 1000})
+        for e in page["items"]:
+            if e.get("toStatus") is None:
+                continue
+            last[(e["entity"], e["entityId"])] = e["toStatus"]
+            assert _declared(e), e
+    paths = {"JOB": "/v1/jobs/{}", "STAGE": "/v1/stages/{}", "TASK": "/v1/tasks/{}"}
+    for (entity, entity_id), status in last.items():
+        row = await admin.call("GET", paths[entity].format(entity_id))
+        assert row["status"] == status, (entity, run.names[entity_id])
+        if entity == "TASK":
+            assert ("endTime" in row) is (status in FINAL), (run.names[entity_id], row)
+
+
+FINAL = ("COMPLETED", "FAILED", "ABORTED")
+
+
+def _declared(e: dict[str, Any]) -> bool:
+    """Whether some actor may make the event's move (`domain.moves` refuses to build an
+    illegal one)."""
+    for actor in Actor:
+        try:
+            Move(Entity(e["entity"]), e.get("fromStatus"), e["toStatus"], actor)
+        except IllegalTransition:
+            continue
+        return True
+    return False
+
+
 async def test_every_move_records_the_same_rows_on_both_backends(
     sqlite_url: str, postgres_url: str
 ) -> None:
@@ -277,6 +316,7 @@ async def test_every_move_records_the_same_rows_on_both_backends(
     for url in (sqlite_url, postgres_url):
         async with _run_on(url, start) as run:
             await _scenario(run)
+            await _check_effects(run)
             results.append(run.steps)
     on_sqlite, on_postgres = results
 

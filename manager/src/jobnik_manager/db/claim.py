@@ -30,16 +30,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..domain.statuses import TaskStatus
+from ..domain.moves import CLAIMS, EVENT_COLUMNS, TASK_CLAIMED, TASK_RECLAIMED
 from . import first_claim
 from .direct import DirectStatement
-from .event_rows import EVENT_COLUMNS, task_moves
+from .event_rows import task_moves
 from .models import EVENTS, STAGES, TASKS, Task
 from .types import UtcDateTime
 
 TASK_COLUMNS = tuple(Task.__table__.c)
 # Belt and braces: only a task waiting to run is ever claimed, whatever its flag says.
-_WAITING_STATUSES = [TaskStatus.PENDING.value, TaskStatus.RETRIED.value]
+_WAITING_STATUSES = [str(m.source) for m in CLAIMS]
 _WAITING = Task.status.in_(_WAITING_STATUSES)
 
 
@@ -70,10 +70,7 @@ async def claim_rows(
     updated = await s.execute(
         update(Task)
         .values(
-            status=TaskStatus.IN_PROGRESS,
-            claimable=False,
-            start_time=now,
-            update_time=now,
+            **TASK_CLAIMED.columns(now),
             # SQLite keeps a UUID as 32 hex digits.
             lease_id=func.lower(func.hex(func.randomblob(16))),
             lease_expires_at=now + lease,
@@ -130,10 +127,7 @@ def claim_statement(single_type: bool, announce: bool) -> DirectStatement:
         update(TASKS)
         .where(TASKS.c.seq == chosen.c.seq)
         .values(
-            status=TaskStatus.IN_PROGRESS,
-            claimable=False,
-            start_time=now,
-            update_time=now,
+            **TASK_CLAIMED.columns(now),
             lease_id=func.gen_random_uuid(),
             lease_expires_at=bindparam("expires", type_=UtcDateTime()),
             lease_seconds=bindparam("seconds"),
@@ -148,8 +142,8 @@ def claim_statement(single_type: bool, announce: bool) -> DirectStatement:
     counted = (
         select(
             c.stage_id,
-            func.count().filter(c.previous == TaskStatus.PENDING.value).label("pending"),
-            func.count().filter(c.previous == TaskStatus.RETRIED.value).label("retried"),
+            func.count().filter(c.previous == str(TASK_CLAIMED.source)).label("pending"),
+            func.count().filter(c.previous == str(TASK_RECLAIMED.source)).label("retried"),
             func.count().label("claimed"),
         )
         .group_by(c.stage_id)
@@ -174,7 +168,7 @@ def claim_statement(single_type: bool, announce: bool) -> DirectStatement:
     # One INSERT in this order (tasks, then stages, then jobs, as the session path logs
     # them): the order in which separate data-modifying CTEs run is not defined.
     moves = union_all(
-        task_moves(claimed, c.previous, TaskStatus.IN_PROGRESS, now).add_columns(
+        task_moves(claimed, CLAIMS, now, c.previous).add_columns(
             literal(0).label("rank"), c.priority_rank.label("k1"), c.seq.label("k2")
         ),
         started,

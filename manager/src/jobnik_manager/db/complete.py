@@ -24,12 +24,12 @@ from sqlalchemy import (
     cast,
     column,
     func,
-    literal,
     or_,
     select,
     update,
 )
 
+from ..domain.moves import TASK_COMPLETED
 from ..domain.statuses import StageStatus, TaskStatus
 from ..domain.summary import COUNTERS, summary_field
 from .direct import DirectStatement
@@ -61,7 +61,7 @@ def complete_statement() -> DirectStatement:
             # Not `status = ...`: that matches the partial index of running tasks, which
             # the planner then scans whole (every task in flight) to join the batch's
             # ids, when looking each id up by its key is what a batch wants.
-            func.coalesce(TASKS.c.status, "") == TaskStatus.IN_PROGRESS.value,
+            func.coalesce(TASKS.c.status, "") == str(TASK_COMPLETED.source),
             or_(
                 v.c.lease_id.is_(None),
                 and_(TASKS.c.lease_id == v.c.lease_id, TASKS.c.lease_expires_at > now),
@@ -99,9 +99,7 @@ def complete_statement() -> DirectStatement:
         update(TASKS)
         .where(TASKS.c.seq == valid.c.seq, valid.c.stage_id == bumped.c.id)
         .values(
-            status=TaskStatus.COMPLETED.value,
-            update_time=now,
-            end_time=now,
+            **TASK_COMPLETED.columns(now),
             result=cast(valid.c.result, JSON()),
             reason=None,
             progress=100,
@@ -109,6 +107,5 @@ def complete_statement() -> DirectStatement:
         .returning(*TASKS.c)
         .cte("done")
     )
-    previous = literal(TaskStatus.IN_PROGRESS.value)
-    logged = log_task_moves(done, previous, TaskStatus.COMPLETED, now, order_by=(done.c.id,))
+    logged = log_task_moves(done, TASK_COMPLETED, now, order_by=(done.c.id,))
     return DirectStatement.of(select(done).add_cte(logged.cte("logged")))

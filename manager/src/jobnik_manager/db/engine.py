@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from ..clock import Clock, SystemClock
+from ..domain.auth import acting
 from . import json_text
 from .deferred import DeferringSession
 from .direct import BROKEN_CONNECTION, DirectStatement, reset_connection, setup_connection
@@ -75,6 +76,23 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 # Session.info key: the clock of the database the session belongs to (`now_in`).
 CLOCK = "clock"
 _SYSTEM_CLOCK = SystemClock()
+
+
+PRINCIPAL = "principal"
+
+
+def principal_in(s: AsyncSession) -> str | None:
+    """Who makes this session's changes, as its events name them: the token name of the
+    request that began the transaction (None with authentication off, and for the
+    manager's own work). Read once, as the transaction begins (`Database.transaction`)."""
+    name: str | None = s.info.get(PRINCIPAL)
+    return name
+
+
+def acting_name() -> str | None:
+    """The token name of the request being served, for a statement's `principal`."""
+    principal = acting()
+    return None if principal is None else principal.name
 
 
 def now_in(s: AsyncSession) -> datetime:
@@ -182,11 +200,13 @@ class Database:
         reaches the caller as the database being away.
         """
         committing = False
+        principal = acting_name()
 
         async def once() -> T:
             nonlocal committing
             committing = False
             async with self.sessions() as session:
+                session.info[PRINCIPAL] = principal
                 async with session.begin():
                     # The connection first (and on SQLite its write lock): what `work`
                     # reads of the clock is then the time it runs, not the time before a

@@ -1,8 +1,10 @@
 """PostgreSQL: the event rows the hot path's statements write in SQL, column for column
-the rows `services.history` builds in Python for the session path (SQLite's)."""
+the rows `domain.moves` declares (and `services.history` writes for the session path,
+SQLite's)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -19,24 +21,8 @@ from sqlalchemy import (
     select,
 )
 
-from ..domain.statuses import TaskStatus
+from ..domain.moves import EVENT_COLUMNS, Entity, Move
 from .models import EVENTS
-
-EVENT_COLUMNS = (
-    "job_id",
-    "entity",
-    "entity_id",
-    "stage_id",
-    "task_id",
-    "from_status",
-    "to_status",
-    "attempt",
-    "lease_id",
-    "worker",
-    "reason",
-    "time",
-    "principal",
-)
 
 
 def principal() -> BindParameter[str]:
@@ -52,20 +38,23 @@ def named(*values: ColumnElement[Any]) -> list[ColumnElement[Any]]:
 
 
 def task_moves(
-    moved: CTE, previous: ColumnElement[Any], target: TaskStatus, now: ColumnElement[Any]
+    moved: CTE, moves: Sequence[Move], now: ColumnElement[Any], previous: ColumnElement[Any]
 ) -> Select[Any]:
-    """The event rows, in EVENT_COLUMNS order, of the tasks a data-modifying CTE moved
-    to `target`: the rows `services.history.task_row` builds."""
+    """The event rows, in EVENT_COLUMNS order, of the tasks a data-modifying CTE moved:
+    `moves` (to one target) as `Move.event` makes them; `previous` says which move each
+    row made (its status before: a column the CTE carries, or the one move's source)."""
+    (target,) = {str(m.target) for m in moves}
+    assert all(m.entity is Entity.TASK for m in moves)
     m = moved.c
     return select(
         *named(
             m.job_id,
-            literal("TASK"),
+            literal(Entity.TASK.value),
             m.id,
             m.stage_id,
             m.id,
             previous,
-            literal(target.value),
+            literal(target),
             m.attempts,
             m.lease_id,
             m.worker,
@@ -77,13 +66,8 @@ def task_moves(
 
 
 def log_task_moves(
-    moved: CTE,
-    previous: ColumnElement[Any],
-    target: TaskStatus,
-    now: ColumnElement[Any],
-    *,
-    order_by: tuple[ColumnElement[Any], ...],
+    moved: CTE, move: Move, now: ColumnElement[Any], *, order_by: tuple[ColumnElement[Any], ...]
 ) -> Insert:
-    """Insert `task_moves` in this order."""
-    rows = task_moves(moved, previous, target, now).order_by(*order_by)
+    """Insert the event rows of `move`, made on the rows of `moved`, in this order."""
+    rows = task_moves(moved, [move], now, literal(str(move.source))).order_by(*order_by)
     return insert(EVENTS).from_select(EVENT_COLUMNS, rows)

@@ -33,14 +33,16 @@ from sqlalchemy import (
     update,
 )
 
-from ..domain.statuses import JobStatus, StageStatus
+from ..domain.moves import JOB_STARTED, STAGE_STARTED
 from .direct import DirectStatement
 from .event_rows import named, principal
 from .models import JOBS, OUTBOX, STAGES, Job, Stage
 from .types import EnumText
 
-_PENDING, _RUNNING = StageStatus.PENDING.value, StageStatus.IN_PROGRESS.value
-assert JobStatus.PENDING.value == _PENDING and JobStatus.IN_PROGRESS.value == _RUNNING
+# A first claim makes two declared moves, written by one SELECT of event rows: they must
+# share their statuses' names.
+_PENDING, _RUNNING = str(STAGE_STARTED.source), str(STAGE_STARTED.target)
+assert (JOB_STARTED.source, JOB_STARTED.target) == (_PENDING, _RUNNING)
 
 
 def locked_stages(counted: CTE) -> CTE:
@@ -83,7 +85,7 @@ def start_rows(
     jobs = (
         update(JOBS)
         .where(JOBS.c.id.in_(select(b.job_id).where(b.started)), JOBS.c.status == _PENDING)
-        .values(status=_RUNNING, update_time=now, start_time=func.coalesce(JOBS.c.start_time, now))
+        .values(**JOB_STARTED.columns(now), start_time=func.coalesce(JOBS.c.start_time, now))
         .returning(JOBS.c.id)
         .cte("started_jobs")
     )

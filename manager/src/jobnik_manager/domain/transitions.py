@@ -1,7 +1,7 @@
 """Who may move a job, stage or task from one status to another.
 
-A final status has no way out here: replaying a failed job (`services.replay`) is an
-operation of its own, not a move of these tables.
+A final status has no way out here but one: replaying a failed job (`services.replay`),
+whose moves (`REPLAYED`) only the REPLAY actor makes.
 
 Each table maps a legal (from, to) pair to the actor allowed to make it. USER moves
 arrive over the API; SYSTEM moves are consequences the manager derives (a claim, a
@@ -21,6 +21,8 @@ from .statuses import JobStatus, StageStatus, TaskStatus
 class Actor(StrEnum):
     USER = "USER"
     SYSTEM = "SYSTEM"
+    # Replaying a failed job (`services.replay`): the only way out of a final status.
+    REPLAY = "REPLAY"
 
 
 J, S, T = JobStatus, StageStatus, TaskStatus
@@ -71,6 +73,30 @@ TASK_TRANSITIONS: dict[tuple[TaskStatus, TaskStatus], Actor] = {
     (T.IN_PROGRESS, T.ABORTED): USER,  # its holder hears of it at its next heartbeat
 }
 
+# The statuses a row may be created in.
+CREATED_AS: dict[str, frozenset[str]] = {
+    "JOB": frozenset({J.PENDING}),
+    "STAGE": frozenset({S.CREATED, S.PENDING, S.WAITING}),
+    "TASK": frozenset({T.CREATED, T.PENDING}),
+}
+
+# A replay: the failed job and its failed stage run again, and that stage's tasks that
+# failed for good or were aborted wait to be claimed once more.
+REPLAYED: dict[str, frozenset[tuple[str, str]]] = {
+    "JOB": frozenset({(J.FAILED, J.IN_PROGRESS)}),
+    "STAGE": frozenset({(S.FAILED, S.IN_PROGRESS)}),
+    "TASK": frozenset({(T.FAILED, T.PENDING), (T.ABORTED, T.PENDING)}),
+}
+
+
+def creation_allowed(entity: str, target: str) -> bool:
+    return target in CREATED_AS[entity]
+
+
+def replay_allowed(entity: str, source: str, target: str) -> bool:
+    return (source, target) in REPLAYED[entity]
+
+
 # Statuses a user may ask for at all; other targets are refused before any lookup.
 USER_JOB_TARGETS = frozenset({J.PENDING, J.PAUSED, J.ABORTED})
 USER_STAGE_TARGETS = frozenset({S.PENDING})
@@ -89,14 +115,20 @@ def _allowed(table: Mapping[tuple[_E, _E], Actor], current: _E, target: _E, acto
 
 
 def job_may(current: JobStatus, target: JobStatus, actor: Actor) -> bool:
+    if actor is Actor.REPLAY:
+        return replay_allowed("JOB", current, target)
     return _allowed(JOB_TRANSITIONS, current, target, actor)
 
 
 def stage_may(current: StageStatus, target: StageStatus, actor: Actor) -> bool:
+    if actor is Actor.REPLAY:
+        return replay_allowed("STAGE", current, target)
     return _allowed(STAGE_TRANSITIONS, current, target, actor)
 
 
 def task_may(current: TaskStatus, target: TaskStatus, actor: Actor) -> bool:
+    if actor is Actor.REPLAY:
+        return replay_allowed("TASK", current, target)
     return _allowed(TASK_TRANSITIONS, current, target, actor)
 
 

@@ -18,11 +18,11 @@ from jobnik_sdk.wire import SystemReason
 
 from ..db.engine import Database, now_in
 from ..db.models import Job, Task
+from ..domain.moves import job_move
 from ..domain.progress import job_percentage
 from ..domain.statuses import JobStatus, TaskStatus
-from ..domain.transitions import Actor, ensure_job_transition
 from ..services.cascade import abort_unfinished, job_stages
-from ..services.history import job_moved
+from ..services.history import moved
 from ..services.loading import load_job
 from ..services.reports import Report, settle_reports
 from .reaper import in_batches
@@ -79,10 +79,9 @@ async def fail_past_deadline(s: AsyncSession, *, job_id: uuid.UUID) -> bool:
     job = await load_job(s, job_id, lock=True)
     if job.status.is_final:
         return False
-    previous = job.status
-    ensure_job_transition(previous, JobStatus.FAILED, Actor.SYSTEM)
-    job.status, job.reason, job.update_time = JobStatus.FAILED, SystemReason.DEADLINE_EXCEEDED, now
-    await job_moved(s, job, previous, now, reason=SystemReason.DEADLINE_EXCEEDED)
+    job.reason = SystemReason.DEADLINE_EXCEEDED
+    failed = job_move(job.status, JobStatus.FAILED)
+    await moved(s, job, failed, now, reason=SystemReason.DEADLINE_EXCEEDED)
     job.percentage = job_percentage([st.status for st in await job_stages(s, job_id)])
     return True
 

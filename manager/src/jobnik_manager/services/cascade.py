@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,12 +14,13 @@ from jobnik_sdk.wire import SystemReason
 
 from ..db.models import STAGES, TASKS, Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval
+from ..domain.moves import job_move, stage_move, task_move
 from ..domain.progress import Turn, job_percentage, next_stage_turn, stage_outcome
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
 from ..domain.summary import Summary, percentage, summary_field
-from ..domain.transitions import Actor, ensure_job_transition, ensure_stage_transition
+from ..domain.transitions import Actor
 from .claimability import close_tasks, open_tasks
-from .history import job_moved, move_stages, move_tasks, stage_moved
+from .history import move_stages, move_tasks, moved
 from .loading import load_job
 
 _CLAIMABLE = (TaskStatus.PENDING, TaskStatus.RETRIED)
@@ -102,21 +102,13 @@ async def job_stages(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
 async def move_stage(
     s: AsyncSession, stage: Stage, target: StageStatus, now: datetime, actor: Actor = Actor.SYSTEM
 ) -> None:
-    ensure_stage_transition(stage.status, target, actor)
-    await stage_moved(s, stage, _moved(stage, target, now), now)
+    await moved(s, stage, stage_move(stage.status, target, actor), now)
 
 
 async def move_job(
     s: AsyncSession, job: Job, target: JobStatus, now: datetime, actor: Actor = Actor.SYSTEM
 ) -> None:
-    ensure_job_transition(job.status, target, actor)
-    await job_moved(s, job, _moved(job, target, now), now)
-
-
-def _moved(row: Any, target: Any, now: datetime) -> Any:
-    """Set the row's status (checked by the caller); answers the one it had."""
-    previous, row.status, row.update_time = row.status, target, now
-    return previous
+    await moved(s, job, job_move(job.status, target, actor), now)
 
 
 async def settle_stage(s: AsyncSession, stage: Stage, now: datetime) -> None:
@@ -198,12 +190,10 @@ async def fail_job_from(s: AsyncSession, job: Job, stage: Stage, now: datetime) 
     await move_tasks(
         s,
         [Task.stage_id == stage.id],
-        _CLAIMABLE,
-        TaskStatus.ABORTED,
+        [task_move(source, TaskStatus.ABORTED) for source in _CLAIMABLE],
         now,
         reason=SystemReason.STAGE_FAILED,
         not_before=None,
-        end_time=now,
     )
     await recount(s, [stage.id], now)
 
@@ -217,15 +207,14 @@ async def abort_unfinished(
 ) -> None:
     """Every non-final task and stage of the job becomes ABORTED; none stays claimable."""
     await s.flush()
-    moved = await move_tasks(
+    aborted = await move_tasks(
         s,
         [Task.job_id == job_id],
-        _NON_FINAL_TASK,
-        TaskStatus.ABORTED,
+        [task_move(source, TaskStatus.ABORTED) for source in _NON_FINAL_TASK],
         now,
         reason=reason,
         not_before=None,
-        end_time=now,
     )
-    await move_stages(s, job_id, _NON_FINAL_STAGE, StageStatus.ABORTED, now, reason=reason)
-    await recount(s, sorted({m.stage_id for m in moved}), now)
+    stages = [stage_move(source, StageStatus.ABORTED) for source in _NON_FINAL_STAGE]
+    await move_stages(s, job_id, stages, now, reason=reason)
+    await recount(s, sorted({m.stage_id for m in aborted}), now)

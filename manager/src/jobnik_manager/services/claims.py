@@ -19,15 +19,16 @@ from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.claim import claim_rows, claim_statement
-from ..db.engine import Database, now_in
+from ..db.engine import Database, acting_name, now_in, principal_in
 from ..db.first_claim import context_statement, stages_and_jobs
 from ..db.models import Job, Stage
 from ..domain import observations
 from ..domain.announcements import ANNOUNCED, announcing
 from ..domain.leases import DEFAULT_LEASE
-from ..domain.statuses import JobStatus, StageStatus, TaskStatus
+from ..domain.moves import CLAIMS, JOB_STARTED, STAGE_STARTED
+from ..domain.statuses import StageStatus, TaskStatus
 from . import summaries
-from .history import Entity, acting_name, event_row, insert_rows, task_row
+from .history import insert_rows, task_event
 from .loading import load_stages_with_jobs
 
 
@@ -47,9 +48,10 @@ async def claim_tasks(
     )
     if not rows:
         return []
-    target = TaskStatus.IN_PROGRESS
-    await insert_rows(s, [task_row(r, r.previous, target, now, None) for r in rows])
-    deltas = summaries.moves([(r.stage_id, r.previous, target) for r in rows])
+    principal = principal_in(s)
+    claims = {m.source: m for m in CLAIMS}
+    await insert_rows(s, [task_event(r, claims[r.previous], now, principal, None) for r in rows])
+    deltas = summaries.moves([(r.stage_id, r.previous, TaskStatus.IN_PROGRESS) for r in rows])
     stages = await summaries.bump(s, deltas, now)
     # The summary UPDATE holds the stage's lock: a PENDING stage seen here starts now.
     unstarted = [st for st in stages if st.status is StageStatus.PENDING]
@@ -113,6 +115,8 @@ async def _claim(
     single = len(stage_types) == 1
     announce = announcing(db.info)
 
+    principal = acting_name()
+
     def params() -> dict[str, Any]:
         # Read once a connection is in hand: the lease runs from when the claim runs,
         # not from before a wait for a connection (opening one can take seconds).
@@ -124,7 +128,7 @@ async def _claim(
             "expires": now + taken,
             "seconds": taken.total_seconds(),
             "worker": worker,
-            "principal": acting_name(),
+            "principal": principal,
             "time": now.isoformat(),
         }
 
@@ -160,43 +164,28 @@ async def start_stages(
 ) -> None:
     """First claims start their stages and jobs; those already started are left alone."""
     stage_ids, job_ids = sorted(set(stage_ids)), sorted(set(job_ids))
+    principal = principal_in(s)
     started_stages = await s.execute(
         update(Stage)
-        .where(Stage.id.in_(stage_ids), Stage.status == StageStatus.PENDING)
-        .values(
-            status=StageStatus.IN_PROGRESS,
-            update_time=now,
-            start_time=func.coalesce(Stage.start_time, now),
-        )
+        .where(Stage.id.in_(stage_ids), Stage.status == STAGE_STARTED.source)
+        .values(**STAGE_STARTED.columns(now), start_time=func.coalesce(Stage.start_time, now))
         .returning(Stage.id, Stage.job_id, Stage.type)
         .execution_options(synchronize_session=False)
     )
     rows = [
-        event_row(
-            Entity.STAGE,
-            r.id,
-            r.job_id,
-            StageStatus.PENDING,
-            StageStatus.IN_PROGRESS,
-            now,
-            stage_id=r.id,
-            stage_type=r.type,
-        )
+        STAGE_STARTED.event(job_id=r.job_id, entity_id=r.id, now=now, principal=principal)
+        | {"stage_type": r.type}
         for r in started_stages
     ]
     started_jobs = await s.execute(
         update(Job)
-        .where(Job.id.in_(job_ids), Job.status == JobStatus.PENDING)
-        .values(
-            status=JobStatus.IN_PROGRESS,
-            update_time=now,
-            start_time=func.coalesce(Job.start_time, now),
-        )
+        .where(Job.id.in_(job_ids), Job.status == JOB_STARTED.source)
+        .values(**JOB_STARTED.columns(now), start_time=func.coalesce(Job.start_time, now))
         .returning(Job.id)
         .execution_options(synchronize_session=False)
     )
     rows += [
-        event_row(Entity.JOB, job_id, job_id, JobStatus.PENDING, JobStatus.IN_PROGRESS, now)
+        JOB_STARTED.event(job_id=job_id, entity_id=job_id, now=now, principal=principal)
         for job_id in started_jobs.scalars()
     ]
     await insert_rows(s, rows)

@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, select, update
@@ -14,60 +13,40 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.bulk import FEW_ROWS, insert_many
 from ..db.deferred import defer, write_deferred
-from ..db.event_rows import EVENT_COLUMNS
+from ..db.engine import principal_in
 from ..db.models import EVENTS, Event, Job, Stage, Task
 from ..domain import announcements
-from ..domain.auth import acting
-from ..domain.statuses import JobStatus, StageStatus, TaskStatus
+from ..domain.errors import IllegalTransition
+from ..domain.moves import EVENT_COLUMNS, TASK_CREATED, Move
 from .loading import load_job
 from .pages import PageRequest, PageResult, paginate
 
 
-class Entity(StrEnum):
-    JOB = "JOB"
-    STAGE = "STAGE"
-    TASK = "TASK"
-
-
-async def job_moved(
-    s: AsyncSession, job: Job, previous: JobStatus | None, now: datetime, reason: str | None = None
+async def moved(
+    s: AsyncSession, row: Job | Stage, move: Move, now: datetime, reason: str | None = None
 ) -> None:
-    """Log the job's move to its current status, and stamp its start and end times."""
-    _stamp(job, now)
-    await insert_rows(
-        s,
-        [event_row(Entity.JOB, job.id, job.id, previous, job.status, now, reason=reason)],
-    )
-
-
-async def stage_moved(
-    s: AsyncSession, stage: Stage, previous: StageStatus | None, now: datetime
-) -> None:
-    """Log the stage's move to its current status, and stamp its start and end times."""
-    _stamp(stage, now)
-    await insert_rows(
-        s,
-        [
-            event_row(
-                Entity.STAGE,
-                stage.id,
-                stage.job_id,
-                previous,
-                stage.status,
-                now,
-                stage_id=stage.id,
-                stage_type=stage.type,
-            )
-        ],
-    )
-
-
-def _stamp(row: Job | Stage, now: datetime) -> None:
-    """A job or stage starts at its first IN_PROGRESS and ends at a final status (a job
-    taken out of one, by a retry, has no end again)."""
-    if row.status == "IN_PROGRESS" and row.start_time is None:
+    """Make `move` on a job's or stage's object (its columns and start) and log it. A
+    creation logs the row as it was inserted."""
+    if move.source is not None:
+        if row.status != move.source:
+            raise IllegalTransition(move.entity.value, row.status, move.target)
+        for column, value in move.columns(now).items():
+            setattr(row, column, value)
+    if move.starts and row.start_time is None:
         row.start_time = now
-    row.end_time = (row.end_time or now) if row.status.is_final else None
+    await insert_rows(s, [_row_event(s, row, move, now, reason)])
+
+
+def _row_event(
+    s: AsyncSession, row: Job | Stage, move: Move, now: datetime, reason: str | None
+) -> dict[str, Any]:
+    if isinstance(row, Job):
+        return move.event(
+            job_id=row.id, entity_id=row.id, now=now, principal=principal_in(s), reason=reason
+        )
+    return move.event(
+        job_id=row.job_id, entity_id=row.id, now=now, principal=principal_in(s), reason=reason
+    ) | {"stage_type": row.type}
 
 
 async def tasks_created(
@@ -82,27 +61,20 @@ async def tasks_created(
     A task event announces no lifecycle message. A few rows join the events written at
     commit; many are streamed into one bulk insert (COPY on PostgreSQL) after them, so
     the log keeps its order: a create may carry tens of thousands of tasks."""
-    principal = acting_name()
+    principal = principal_in(s)
     rows = (
-        {
-            "job_id": job_id,
-            "entity": Entity.TASK,
-            "entity_id": task_id,
-            "stage_id": stage_id,
-            "task_id": task_id,
-            "from_status": None,
-            "to_status": TaskStatus.PENDING,
-            "attempt": 0,
-            "lease_id": None,
-            "worker": None,
-            "reason": None,
-            "time": now,
-            "principal": principal,
-        }
+        TASK_CREATED.event(
+            job_id=job_id,
+            entity_id=task_id,
+            stage_id=stage_id,
+            attempt=0,
+            now=now,
+            principal=principal,
+        )
         for task_id in task_ids
     )
     if len(task_ids) <= FEW_ROWS:
-        defer(s, EVENTS, (_complete(row) for row in rows))
+        defer(s, EVENTS, rows)
         return
     await write_deferred(s)
     await insert_many(s, Event, rows)
@@ -117,29 +89,26 @@ class MovedTask:
 async def move_tasks(
     s: AsyncSession,
     where: Iterable[ColumnElement[bool]],
-    sources: Iterable[TaskStatus],
-    target: TaskStatus,
+    moves: Iterable[Move],
     now: datetime,
     reason: str | None = None,
     **values: Any,
 ) -> list[MovedTask]:
-    """Move every task matching `where` from any of `sources` to `target` in bulk, and
-    log each move. One UPDATE per source status, so each event knows where it came from
-    without reading the rows first."""
+    """Make each move on every task matching `where` in its source status, in bulk, and
+    log each. One UPDATE per move, so each event knows where it came from without
+    reading the rows first."""
     conditions = list(where)
-    if target.is_final:
-        # A final task leaves the claim index in the same statement that settles it, so
-        # a task made claimable meanwhile (a retry racing an abort) cannot stay in it.
-        values["claimable"] = False
-        if reason is not None:
-            values["reason"] = reason  # the task says why it ended, as its event does
     moved: list[MovedTask] = []
     rows: list[dict[str, Any]] = []
-    for source in sources:
+    principal = principal_in(s)
+    for move in moves:
+        written = move.columns(now) | values
+        if move.final and reason is not None:
+            written["reason"] = reason  # the task says why it ended, as its event does
         result = await s.execute(
             update(Task)
-            .where(*conditions, Task.status == source)
-            .values(status=target, update_time=now, **values)
+            .where(*conditions, Task.status == move.source)
+            .values(**written)
             .returning(
                 Task.id, Task.stage_id, Task.job_id, Task.attempts, Task.lease_id, Task.worker
             )
@@ -147,7 +116,7 @@ async def move_tasks(
         )
         for r in result:
             moved.append(MovedTask(r.id, r.stage_id))
-            rows.append(task_row(r, source, target, now, reason))
+            rows.append(task_event(r, move, now, principal, reason))
     await insert_rows(s, rows)
     return moved
 
@@ -155,26 +124,25 @@ async def move_tasks(
 async def move_stages(
     s: AsyncSession,
     job_id: uuid.UUID,
-    sources: Iterable[StageStatus],
-    target: StageStatus,
+    moves: Iterable[Move],
     now: datetime,
     reason: str | None = None,
 ) -> None:
-    """Move the job's stages in any of `sources` to `target` in bulk, logging each."""
-    ended = {"end_time": now, "reason": reason} if target.is_final else {}
+    """Make each move on the job's stages in its source status, in bulk, logging each."""
     rows: list[dict[str, Any]] = []
-    for source in sources:
+    principal = principal_in(s)
+    for move in moves:
+        written = move.columns(now) | ({"reason": reason} if move.final else {})
         result = await s.execute(
             update(Stage)
-            .where(Stage.job_id == job_id, Stage.status == source)
-            .values(status=target, update_time=now, **ended)
+            .where(Stage.job_id == job_id, Stage.status == move.source)
+            .values(**written)
             .returning(Stage.id, Stage.type)
             .execution_options(synchronize_session=False)
         )
         rows.extend(
-            event_row(
-                Entity.STAGE, r.id, job_id, source, target, now, stage_id=r.id, stage_type=r.type
-            )
+            move.event(job_id=job_id, entity_id=r.id, now=now, principal=principal)
+            | {"stage_type": r.type}
             for r in result
         )
     await insert_rows(s, rows)
@@ -202,58 +170,21 @@ class TaskLike(Protocol):
     def worker(self) -> str | None: ...
 
 
-def task_row(
-    task: TaskLike,
-    previous: TaskStatus | None,
-    target: TaskStatus | None,
-    now: datetime,
-    reason: str | None,
+def task_event(
+    task: TaskLike, move: Move, now: datetime, principal: str | None, reason: str | None
 ) -> dict[str, Any]:
-    """A task's event: a move from `previous` to `target`, or (neither) an entry added."""
-    return event_row(
-        Entity.TASK,
-        task.id,
-        task.job_id,
-        previous,
-        target,
-        now,
+    """A task's move, as its event row records it."""
+    return move.event(
+        job_id=task.job_id,
+        entity_id=task.id,
         stage_id=task.stage_id,
-        task_id=task.id,
         attempt=task.attempts,
         lease_id=task.lease_id,
         worker=task.worker,
+        now=now,
+        principal=principal,
         reason=reason,
     )
-
-
-def event_row(
-    entity: Entity,
-    entity_id: uuid.UUID,
-    job_id: uuid.UUID,
-    previous: str | None,
-    target: str | None,
-    now: datetime,
-    **extra: Any,
-) -> dict[str, Any]:
-    """An event row: a move of a job, stage or task, named for who makes it."""
-    return {
-        "job_id": job_id,
-        "entity": entity,
-        "entity_id": entity_id,
-        "from_status": previous,
-        "to_status": target,
-        "time": now,
-        "principal": acting_name(),
-        **extra,
-    }
-
-
-def acting_name() -> str | None:
-    """Who makes the changes being logged: the token name of the request (None with
-    authentication off, and for the manager's own work); the statements that log in SQL
-    (`db.event_rows`) bind it as `principal`."""
-    principal = acting()
-    return None if principal is None else principal.name
 
 
 async def insert_rows(s: AsyncSession, rows: list[dict[str, Any]]) -> None:

@@ -15,9 +15,10 @@ from ..db.bulk import insert_new
 from ..db.engine import now_in
 from ..db.models import Job, Stage, Task
 from ..domain.errors import RuleViolation
+from ..domain.moves import JOB_CREATED, job_move
 from ..domain.progress import job_percentage, resumed_job_status
 from ..domain.statuses import JobStatus, Priority, StageStatus
-from ..domain.transitions import Actor, ensure_job_transition
+from ..domain.transitions import Actor
 from .cascade import (
     abort_unfinished,
     close_job_for_claims,
@@ -25,7 +26,7 @@ from .cascade import (
     job_stages,
     open_stage_for_claims,
 )
-from .history import job_moved
+from .history import moved
 from .loading import load_job, load_stage
 from .pages import CreatedBetween, PageRequest, PageResult, matching, paginate
 from .specs import NewJob
@@ -47,19 +48,18 @@ async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
         data=new.data,
         user_metadata=new.user_metadata,
         priority=new.priority,
-        status=JobStatus.PENDING,
+        **JOB_CREATED.columns(now),
         percentage=0,
         traceparent=new.traceparent or new_traceparent(),
         tracestate=new.tracestate,
         creation_time=now,
-        update_time=now,
         partial=False,
         not_before=new.not_before if new.not_before and new.not_before > now else None,
         deadline=new.deadline,
         owner=new.owner,
     )
     await insert_new(s, job)
-    await job_moved(s, job, None, now)
+    await moved(s, job, JOB_CREATED, now)
     stages: list[CreatedStage] = []
     for order, new_stage in enumerate(new.stages, start=1):
         previous = stages[-1].stage if stages else None
@@ -140,52 +140,46 @@ async def change_status(s: AsyncSession, job_id: uuid.UUID, target: JobStatus) -
         await _abort(s, job_id, now)
         return
     job = await load_job(s, job_id, lock=True)
-    previous = job.status
-    ensure_job_transition(previous, target, Actor.USER)
+    move = job_move(job.status, target, Actor.USER)
     if target is JobStatus.PAUSED:
-        job.status = JobStatus.PAUSED
+        await moved(s, job, move, now)
         await close_job_for_claims(s, job.id)
     else:
         await _resume(s, job, now)
-    job.update_time = now
-    await job_moved(s, job, previous, now)
 
 
 async def _abort(s: AsyncSession, job_id: uuid.UUID, now: datetime) -> None:
     # Tasks first, the job row last: a worker settling a task holds that task and then
     # takes the job, so taking the job first here would deadlock with every report.
     seen = await load_job(s, job_id)
-    ensure_job_transition(seen.status, JobStatus.ABORTED, Actor.USER)
+    job_move(seen.status, JobStatus.ABORTED, Actor.USER)  # refused before any task moves
     await abort_unfinished(s, job_id, now)
     job = await load_job(s, job_id, lock=True)
     # The job may have finished while its tasks were being aborted; then nothing happens.
-    previous = job.status
-    ensure_job_transition(previous, JobStatus.ABORTED, Actor.USER)
-    job.status = JobStatus.ABORTED
+    await moved(s, job, job_move(job.status, JobStatus.ABORTED, Actor.USER), now)
     job.reason = SystemReason.ABORTED_BY_USER
-    await job_moved(s, job, previous, now)
     job.percentage = job_percentage([st.status for st in await job_stages(s, job_id)])
-    job.update_time = now
 
 
 async def _resume(s: AsyncSession, job: Job, now: datetime) -> None:
+    """The person asks for PENDING (checked by the caller's move); the job takes the
+    status its stages imply."""
     stages = await job_stages(s, job.id)
     started = (
         await s.execute(select(exists().where(Task.job_id == job.id, Task.start_time.is_not(None))))
     ).scalar_one()
     implied = resumed_job_status([st.status for st in stages], bool(started))
-    job.status = implied
     if implied is JobStatus.COMPLETED:
         job.percentage = 100
         job.partial = any(st.partial for st in stages)
-        return
-    for stage in stages:
-        if stage.status.is_active:
-            await open_stage_for_claims(s, stage, implied, now)
-        elif stage.status is StageStatus.COMPLETED:
-            continue
-        else:
-            break
+    else:
+        for stage in stages:
+            if stage.status.is_active:
+                await open_stage_for_claims(s, stage, implied, now)
+            elif stage.status is not StageStatus.COMPLETED:
+                break
+    # Logged (and announced) after the tasks it made ready, as a claim would see them.
+    await moved(s, job, job_move(job.status, implied), now)
 
 
 async def delete_job(s: AsyncSession, job_id: uuid.UUID) -> None:

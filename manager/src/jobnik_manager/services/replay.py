@@ -19,10 +19,12 @@ from jobnik_sdk.wire import SystemReason
 from ..db.engine import now_in
 from ..db.models import TASKS, Stage, Task
 from ..domain.errors import Conflict
+from ..domain.moves import job_move, stage_move, task_move
 from ..domain.statuses import JobStatus, StageStatus, TaskStatus
+from ..domain.transitions import Actor
 from .cascade import recount
 from .claimability import open_tasks
-from .history import job_moved, move_tasks, stage_moved
+from .history import move_tasks, moved
 from .loading import load_job
 
 _REPLAYED = (TaskStatus.FAILED, TaskStatus.ABORTED)
@@ -47,12 +49,10 @@ async def retry_job(s: AsyncSession, job_id: uuid.UUID) -> None:
     replayed = await move_tasks(
         s,
         [Task.stage_id == stage.id],
-        _REPLAYED,
-        TaskStatus.PENDING,
+        [task_move(source, TaskStatus.PENDING, Actor.REPLAY) for source in _REPLAYED],
         now,
         reason=SystemReason.RETRIED_BY_USER,
         attempts=0,
-        end_time=None,
         not_before=None,
         lease_id=None,
         lease_expires_at=None,
@@ -62,12 +62,10 @@ async def retry_job(s: AsyncSession, job_id: uuid.UUID) -> None:
         ids = [t.id for t in replayed]
         await s.execute(update(TASKS).where(TASKS.c.id.in_(ids)).values(reason=None))
     await recount(s, [stage.id], now)
-    previous_stage, stage.status, stage.reason = stage.status, StageStatus.IN_PROGRESS, None
-    stage.update_time = now
-    await stage_moved(s, stage, previous_stage, now)
-    previous = job.status
-    job.status, job.update_time = JobStatus.IN_PROGRESS, now
+    stage.reason = None
+    await moved(s, stage, stage_move(stage.status, StageStatus.IN_PROGRESS, Actor.REPLAY), now)
     job.reason = job.failed_task_id = job.failed_stage_id = None
-    await job_moved(s, job, previous, now, reason=SystemReason.RETRIED_BY_USER)
+    replay = job_move(job.status, JobStatus.IN_PROGRESS, Actor.REPLAY)
+    await moved(s, job, replay, now, reason=SystemReason.RETRIED_BY_USER)
     await s.flush()
     await open_tasks(s, [TASKS.c.stage_id == stage.id], now)

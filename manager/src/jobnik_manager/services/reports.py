@@ -25,20 +25,22 @@ from jobnik_sdk.wire import SystemReason
 
 from ..db.claim import TASK_COLUMNS
 from ..db.complete import complete_statement
-from ..db.engine import Database, now_in
+from ..db.engine import Database, acting_name, now_in, principal_in
 from ..db.models import TASKS
 from ..domain import observations
 from ..domain.errors import DomainError, LeaseLost, TaskNotFound
 from ..domain.leases import lease_is_live
+from ..domain.moves import Move, task_move
 from ..domain.progress import stage_outcome
 from ..domain.retry import RetryPolicy
 from ..domain.statuses import StageStatus, TaskStatus
 from ..domain.tasks import ReportOutcome, apply_report
+from ..domain.transitions import Actor
 from . import summaries
 from .cascade import settle_stage
 from .claimability import jobs_allowing_claims, open_tasks
 from .claims import start_stages
-from .history import acting_name, insert_rows, task_row
+from .history import insert_rows, task_event
 from .loading import load_stage
 
 _TASKS = TASKS
@@ -148,6 +150,7 @@ async def settle_reports(
     )
     tasks = {row.id: SimpleNamespace(**row._mapping) for row in rows}
     answers: list[TaskView | DomainError] = []
+    principal = principal_in(s)
     changed: dict[uuid.UUID, TaskView] = {}
     events: list[dict[str, Any]] = []
     moved: list[tuple[uuid.UUID, TaskStatus, TaskStatus]] = []
@@ -166,12 +169,13 @@ async def settle_reports(
         if outcome is None:
             continue  # a repeated completion: answered as it stands
         previous = task.status
-        _apply(task, r, outcome, now)
+        move = task_move(previous, outcome.status, Actor.USER)
+        _apply(task, r, move, outcome, now)
         if task.status is TaskStatus.RETRIED and task.not_before is None:
             reopened.append(task)
         changed[task_id] = task
         moved.append((task.stage_id, previous, outcome.status))
-        events.append(task_row(task, previous, outcome.status, now, task.reason))
+        events.append(task_event(task, move, now, principal, task.reason))
         if previous is TaskStatus.IN_PROGRESS:
             observations.settled(s.info, task, r.status, now, task.start_time)
     if not changed:
@@ -221,10 +225,10 @@ def _decide(task: TaskView, r: Report, now: datetime) -> ReportOutcome | None:
     )
 
 
-def _apply(task: TaskView, r: Report, outcome: ReportOutcome, now: datetime) -> None:
-    task.status = outcome.status
+def _apply(task: TaskView, r: Report, move: Move, outcome: ReportOutcome, now: datetime) -> None:
+    for column, value in move.columns(now).items():
+        setattr(task, column, value)
     task.attempts = outcome.attempts
-    task.update_time = now
     if outcome.status is TaskStatus.COMPLETED:
         task.result = r.result
         task.reason = None
@@ -233,9 +237,7 @@ def _apply(task: TaskView, r: Report, outcome: ReportOutcome, now: datetime) -> 
         task.reason = r.reason or SystemReason.CANCELLED_BY_USER
     else:
         task.reason = r.reason
-    if outcome.status.is_final:
-        task.end_time = now
-        task.claimable = False  # a cancelled task may have been waiting to be claimed
+    if move.final:  # a cancelled task may have been waiting to be claimed, or due
         task.not_before = None
         return
     delay = r.retry_after if r.status is TaskStatus.RETRIED else _policy_delay(task, outcome)

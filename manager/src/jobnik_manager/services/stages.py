@@ -18,12 +18,13 @@ from ..db.engine import now_in
 from ..db.models import Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval, tasks_ready
 from ..domain.errors import IllegalTransition, RuleViolation
+from ..domain.moves import TASK_CREATED, stage_move
 from ..domain.statuses import StageStatus, TaskStatus
 from ..domain.summary import Summary
-from ..domain.transitions import Actor, ensure_stage_transition
+from ..domain.transitions import Actor
 from .cascade import bump_summary, complete_stage, job_stages, open_stage_for_claims
 from .claimability import claimable_when_created
-from .history import stage_moved, tasks_created
+from .history import moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
 from .pages import PageRequest, PageResult, matching, paginate
 from .specs import NewStage, NewTask
@@ -60,6 +61,7 @@ async def insert_stage(
     now: datetime,
 ) -> CreatedStage:
     """Insert a stage at `order` (the caller holds the job's lock) and its tasks, if any."""
+    created = stage_move(None, _initial_status(new, previous))
     stage = Stage(
         id=uuid.uuid4(),
         job_id=job.id,
@@ -67,21 +69,20 @@ async def insert_stage(
         stage_order=order,
         data=new.data,
         user_metadata=new.user_metadata,
-        status=_initial_status(new, previous),
+        **created.columns(now),
         percentage=0,
         # Counted here rather than by a summary UPDATE after its tasks are inserted.
         **Summary(pending=len(new.tasks)).counts(),
         traceparent=new.traceparent or new_traceparent(job.traceparent),
         tracestate=new.tracestate,
         creation_time=now,
-        update_time=now,
         retry_policy=new.retry_policy.to_json() if new.retry_policy else None,
         allowed_failures=new.allowed_failures,
         partial=False,
         timeout_seconds=new.timeout_seconds,
     )
     await insert_new(s, stage)
-    await stage_moved(s, stage, None, now)
+    await moved(s, stage, created, now)
     if stage.status == StageStatus.WAITING and _turn_has_come(previous):
         stage_awaits_approval(
             s.info, job_id=job.id, stage_id=stage.id, stage_type=stage.type, now=now
@@ -159,7 +160,7 @@ async def insert_tasks(
                 "priority_rank": rank,
                 "claimable": claimable and not_before is None,
                 "not_before": not_before,
-                "status": TaskStatus.PENDING,
+                **TASK_CREATED.columns(now),
                 "attempts": 0,
                 "max_attempts": p.max_attempts,
                 "data": p.data,
@@ -167,7 +168,6 @@ async def insert_tasks(
                 "traceparent": p.traceparent or next(spans),
                 "tracestate": p.tracestate,
                 "creation_time": now,
-                "update_time": now,
                 "retry_policy": p.retry_policy.to_json() if p.retry_policy else policy,
                 "timeout_seconds": p.timeout_seconds or stage.timeout_seconds,
             }
@@ -208,7 +208,7 @@ async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
         return
     if job.status.is_final:
         raise IllegalTransition("STAGE", current, StageStatus.PENDING)
-    ensure_stage_transition(current, StageStatus.PENDING, Actor.USER)
+    approval = stage_move(current, StageStatus.PENDING, Actor.USER)
     if stage.stage_order > 1:
         previous_status = (
             await s.execute(
@@ -221,9 +221,7 @@ async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
             raise RuleViolation(
                 "Previous stage is not COMPLETED", code="ILLEGAL_STAGE_STATUS_TRANSITION"
             )
-    stage.status = StageStatus.PENDING
-    stage.update_time = now
-    await stage_moved(s, stage, current, now)
+    await moved(s, stage, approval, now)
     if Summary.of_columns(stage).total == 0:
         await complete_stage(s, job, stage, now)  # nothing to run: its turn passes at once
     else:

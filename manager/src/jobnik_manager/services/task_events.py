@@ -13,13 +13,13 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.engine import now_in
+from ..db.engine import now_in, principal_in
 from ..db.models import EVENTS, Event
 from ..domain.errors import LeaseLost, RuleViolation
 from ..domain.leases import lease_is_live
+from ..domain.moves import task_entry
 from ..domain.statuses import TaskStatus
 from ..domain.task_events import EventLevel
-from .history import task_row
 from .loading import load_task
 
 
@@ -45,13 +45,22 @@ async def add_task_event(s: AsyncSession, task_id: uuid.UUID, new: NewTaskEvent)
         task.status, task.lease_id, task.lease_expires_at, new.lease_id, now
     ):
         raise LeaseLost()
-    values = task_row(task, None, None, now, None) | {
+    entry = task_entry(
+        job_id=task.job_id,
+        task_id=task.id,
+        stage_id=task.stage_id,
+        attempt=task.attempts,
+        # Not running: no lease, nor worker, to name; it is not anyone's attempt now.
+        lease_id=task.lease_id if running else None,
+        worker=task.worker if running else None,
+        now=now,
+        principal=principal_in(s),
+    )
+    values = entry | {
         "name": new.name,
         "level": new.level,
         "message": new.message,
         "fields": new.fields,
     }
-    if not running:  # no lease, nor worker, to name: it is not anyone's attempt now
-        values |= {"lease_id": None, "worker": None}
     row = (await s.execute(insert(EVENTS).values(values).returning(*EVENTS.c))).one()
     return Event(**row._mapping)
