@@ -17,11 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from jobnik_manager.db.engine import Database
-
 from ..support.api import unique
 from ..support.deployment import Deployment
-from ..support.invariants import assert_invariants
+from ..support.invariants import assert_invariants_at
 from ..support.processes import module_process
 from ..support.profiles import production
 
@@ -47,14 +45,6 @@ def profile(
 def admin(profile: Deployment) -> httpx.AsyncClient:
     """The test's own calls: creating, steering and reading jobs."""
     return httpx.AsyncClient(base_url=profile.url, headers=profile.headers("admin"))
-
-
-async def invariants_hold(profile: Deployment) -> None:
-    db = Database(profile.database_url)
-    try:
-        await assert_invariants(db)
-    finally:
-        await db.dispose()
 
 
 @contextmanager
@@ -195,7 +185,7 @@ async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused
             # Reaped once its lease had run out, not before.
             expiry = datetime.fromisoformat(held["leaseExpiresAt"])
             assert expiry <= datetime.fromisoformat(log[2]["time"])
-    await invariants_hold(profile)
+    await assert_invariants_at(profile.database_url)
 
 
 async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
@@ -224,7 +214,7 @@ async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
             assert (await http.get(f"/v1/jobs/{job_id}")).json()["status"] == "COMPLETED"
             log = await handed_over(http, job_id, task_id, "leaving", "staying")
             assert log[2]["reason"].startswith("handed back")
-    await invariants_hold(profile)
+    await assert_invariants_at(profile.database_url)
 
 
 async def paired_workers_running(
@@ -264,7 +254,7 @@ async def test_one_sigint_stops_both_workers_of_a_process(
             assert set(markers_of(tmp_path, "finished")) == set(task_ids)
             for task_id in task_ids:
                 assert (await http.get(f"/v1/tasks/{task_id}")).json()["status"] == "COMPLETED"
-    await invariants_hold(profile)
+    await assert_invariants_at(profile.database_url)
 
 
 async def test_sigterm_after_sigint_stops_both_workers_at_once(
@@ -288,7 +278,7 @@ async def test_sigterm_after_sigint_stops_both_workers_at_once(
             for task_id in task_ids:
                 task = (await http.get(f"/v1/tasks/{task_id}")).json()
                 assert (task["status"], task["attempts"]) == ("RETRIED", 0)
-    await invariants_hold(profile)
+    await assert_invariants_at(profile.database_url)
 
 
 async def test_abort_reaches_running_handlers_within_one_heartbeat(
@@ -332,7 +322,7 @@ async def test_abort_reaches_running_handlers_within_one_heartbeat(
             }
             last_abort = max(e["id"] for e in aborts)
             assert not [e for e in log if e["id"] > last_abort]
-    await invariants_hold(profile)
+    await assert_invariants_at(profile.database_url)
 
 
 def count_by_source(items: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
@@ -385,4 +375,4 @@ async def test_pause_lets_running_tasks_finish_and_resume_completes_the_job(
 
             await until(job_done, "the job to complete")
             assert len(markers_of(tmp_path, "finished")) == 5
-    await invariants_hold(profile)
+    await assert_invariants_at(profile.database_url)

@@ -140,27 +140,24 @@ async def endless(data: dict[str, Any], ctx: TaskContext) -> None:
         raise
 
 
-async def test_an_abort_heard_at_a_heartbeat_cancels_the_handler_and_reports_nothing() -> None:
+@pytest.mark.parametrize(
+    ("heard", "why", "answers"),
+    [
+        ({"abort_at_heartbeat": 2}, "its job was aborted", [(False, None), (True, None)]),
+        ({"lose_lease_at_heartbeat": 1}, "its lease was lost", [(False, "LEASE_LOST")]),
+    ],
+)
+async def test_what_a_heartbeat_hears_cancels_the_handler_and_reports_nothing(
+    heard: dict[str, int], why: str, answers: list[tuple[bool, str | None]]
+) -> None:
     seen: list[str] = []
 
     async def handler(data: dict[str, Any], ctx: TaskContext) -> None:
         await endless({"seen": seen}, ctx)
 
-    run = await run_attempt(handler, {}, abort_at_heartbeat=2)
-    assert (run.cancelled, run.outcome, seen) == ("its job was aborted", None, ["cancelled"])
-    assert [b.cancel_requested for b in run.heartbeats] == [False, True]
-    assert run.heartbeats[1].error is None
-
-
-async def test_a_lease_lost_at_a_heartbeat_cancels_the_handler_and_reports_nothing() -> None:
-    seen: list[str] = []
-
-    async def handler(data: dict[str, Any], ctx: TaskContext) -> None:
-        await endless({"seen": seen}, ctx)
-
-    run = await run_attempt(handler, {}, lose_lease_at_heartbeat=1)
-    assert (run.cancelled, run.outcome, seen) == ("its lease was lost", None, ["cancelled"])
-    assert [b.error for b in run.heartbeats] == ["LEASE_LOST"]
+    run = await run_attempt(handler, {}, **heard)
+    assert (run.cancelled, run.outcome, seen) == (why, None, ["cancelled"])
+    assert [(b.cancel_requested, b.error) for b in run.heartbeats] == answers
 
 
 async def test_a_cancel_after_a_while_reaches_the_handler_through_the_next_heartbeat() -> None:

@@ -7,6 +7,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -189,6 +190,18 @@ async def _never(data: object, ctx: TaskContext) -> None:
     raise AssertionError("no task should reach the handler")
 
 
+def _tile_worker(client: JobnikClient, **options: Any) -> Worker[Any]:
+    """A worker of `client` on "tile" tasks that must never come, polling quickly."""
+    return Worker(
+        client,
+        stage_types="tile",
+        handler=_never,
+        poll_backoff=QUICK,
+        handle_signals=False,
+        **options,
+    )
+
+
 @pytest.mark.parametrize(
     ("status", "code", "error"),
     [(401, "UNAUTHORIZED", AuthenticationError), (403, "FORBIDDEN", PermissionDeniedError)],
@@ -198,14 +211,7 @@ async def test_a_refused_worker_logs_it_once_and_stops(
 ) -> None:
     recorder = Recorder(_refuse(status, code, "token revoked"))
     client = JobnikClient(URL, transport=recorder.transport, token=TOKEN, retry=FAST_RETRY)
-    worker = Worker(
-        client,
-        stage_types="tile",
-        handler=_never,
-        poll_backoff=QUICK,
-        handle_signals=False,
-        name="tile-1",
-    )
+    worker = _tile_worker(client, name="tile-1")
     caplog.set_level(logging.DEBUG)
     try:
         with pytest.raises(error):
@@ -267,14 +273,7 @@ async def test_a_worker_waiting_for_work_is_not_stopped_by_other_errors() -> Non
     recorder = Recorder(answer)
     retry = RequestRetryPolicy(max_attempts=1)
     async with JobnikClient(URL, transport=recorder.transport, token=TOKEN, retry=retry) as client:
-        worker = Worker(
-            client,
-            stage_types="tile",
-            handler=_never,
-            poll_backoff=QUICK,
-            handle_signals=False,
-            claim_wait=timedelta(0),
-        )
+        worker = _tile_worker(client, claim_wait=timedelta(0))
         with pytest.raises(AuthenticationError):
             await worker.run()
     assert len(recorder.requests) == 2

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from jobnik_manager.db.engine import Database
 from jobnik_sdk import (
     JobStatus,
     NewStage,
@@ -25,7 +24,7 @@ from jobnik_sdk import (
 
 from ..support.api import unique
 from ..support.deployment import Deployment
-from ..support.invariants import assert_invariants
+from ..support.invariants import assert_invariants_at
 from ..support.processes import stop
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -49,14 +48,6 @@ def start_worker(
         WORKER_POLL_MAX_SECONDS="0.2",
         **env,
     )
-
-
-async def assert_invariants_of(running: Deployment) -> None:
-    database = Database(running.database_url)
-    try:
-        await assert_invariants(database)
-    finally:
-        await database.dispose()
 
 
 def tile(x: int, y: int, zoom: int, *, max_attempts: int = 1, **asked: Any) -> NewTask:
@@ -157,7 +148,7 @@ async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
             stop(worker)
 
     assert [w.returncode for w in workers] == [0, 0]
-    await assert_invariants_of(running)
+    await assert_invariants_at(running.database_url)
     if running.amqp_url:
         for name in names:
             log = (running.logs / f"worker-{name}.log").read_text()
@@ -204,7 +195,7 @@ async def test_sigterm_in_the_middle_of_a_task_lets_it_complete(running: Deploym
         assert in_progress.total == 0
         assert (await jobnik.get_job(job.id)).status is JobStatus.COMPLETED
     assert "SIGTERM received" in log.read_text()
-    await assert_invariants_of(running)
+    await assert_invariants_at(running.database_url)
 
 
 def _summary(**counts: int) -> dict[str, int]:

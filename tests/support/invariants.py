@@ -24,6 +24,15 @@ SUMMARY_COLUMNS = {
 }
 
 
+async def assert_invariants_at(database_url: str) -> None:
+    """`assert_invariants` on the database at `database_url`, on an engine of its own."""
+    db = Database(database_url)
+    try:
+        await assert_invariants(db)
+    finally:
+        await db.dispose()
+
+
 async def assert_invariants(db: Database) -> None:
     """Summaries equal a recount; the claimable flag agrees with task, stage and job
     statuses; final jobs hold no claimable task; completed jobs have only completed
