@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from jobnik_sdk import (
+    Job,
     JobnikClient,
     JobStatus,
     NewStage,
@@ -26,16 +27,23 @@ from jobnik_sdk.testing import FakeJobnik
 from .conftest import QUICK
 
 
-async def test_every_line_about_a_task_names_it_and_its_job(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+async def jobs_of_one_task(*stage_types: str) -> tuple[FakeJobnik, list[Job]]:
+    """A fake with a job a stage type (`job-0`, `job-1`, ...), its one task's data
+    `{"n": <its number>}`."""
     fake = FakeJobnik()
     jobs = [
         await fake.create_job(
-            f"job-{n}", stages=[NewStage(type="logged", tasks=[NewTask(data={"n": n})])]
+            f"job-{n}", stages=[NewStage(type=kind, tasks=[NewTask(data={"n": n})])]
         )
-        for n in range(2)
+        for n, kind in enumerate(stage_types)
     ]
+    return fake, jobs
+
+
+async def test_every_line_about_a_task_names_it_and_its_job(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake, jobs = await jobs_of_one_task("logged", "logged")
     both = asyncio.Barrier(2)
 
     async def handler(data: dict[str, Any], ctx: TaskContext) -> None:
@@ -78,13 +86,7 @@ async def test_concurrent_tasks_each_log_with_their_own_ids_whatever_the_logger(
     # The handler logs through ctx.logger and through a logger of its own module; with
     # TaskLogFilter on the handler that writes them, both carry the task's ids, as do
     # the Worker's own lines about the task, though the two tasks run at the same time.
-    fake = FakeJobnik()
-    jobs = [
-        await fake.create_job(
-            f"job-{n}", stages=[NewStage(type=kind, tasks=[NewTask(data={"n": n})])]
-        )
-        for n, kind in enumerate(("render", "publish"))
-    ]
+    fake, jobs = await jobs_of_one_task("render", "publish")
     both = asyncio.Barrier(2)
     own = logging.getLogger("tests.sdk.a_handler_module")
 

@@ -33,6 +33,7 @@ from .conftest import QUICK, Surface
 
 DEADLINE = timedelta(seconds=20)
 NO_DELAY = TaskRetryPolicy(initial_delay=timedelta(0))
+LEASE = timedelta(seconds=5)
 
 
 def sample(name: str, **labels: str) -> float:
@@ -93,6 +94,23 @@ class Watched:
         if not claimed.items:
             self.empty.set()
         return claimed
+
+
+async def metered_job(name: str, task: NewTask | None = None) -> tuple[FakeJobnik, str, Samples]:
+    """A fake with a job `name` of one task (`task`, by default a plain one) of a stage
+    type of its own, that type, and the worker metrics before any of it runs."""
+    fake, kind = FakeJobnik(), unique(f"metered-{name}")
+    await fake.create_job(name, stages=[NewStage(type=kind, tasks=[task or NewTask()])])
+    return fake, kind, Samples(kind)
+
+
+def short_lease_worker(
+    client: Any, stage_type: str, handler: Any, *, heartbeats: timedelta
+) -> Worker[Any]:
+    """A metered worker taking leases of `LEASE`, renewed every `heartbeats`."""
+    return worker(
+        client, stage_type, handler, metrics=True, lease=LEASE, heartbeat_interval=heartbeats
+    )
 
 
 def worker(client: Any, stage_types: str | list[str], handler: Any, **options: Any) -> Worker[Any]:
@@ -168,17 +186,12 @@ async def test_counters_and_histograms_follow_the_tasks_outcomes(surface: Surfac
 
 
 async def test_a_lost_lease_is_counted() -> None:
-    fake, kind = FakeJobnik(), unique("metered-lost")
     held = Held()
-    await fake.create_job("lost", stages=[NewStage(type=kind, tasks=[NewTask()])])
-    before = Samples(kind)
-    lease = timedelta(seconds=5)
-    async with worker(
-        fake, kind, held, metrics=True, lease=lease, heartbeat_interval=timedelta(milliseconds=20)
-    ):
+    fake, kind, before = await metered_job("lost")
+    async with short_lease_worker(fake, kind, held, heartbeats=timedelta(milliseconds=20)):
         await asyncio.wait_for(held.started.wait(), DEADLINE.total_seconds())
         assert before.delta() == {"claims": 1, "in_flight": 1}
-        fake.clock.advance(lease * 2)  # the lease runs out: the next heartbeat hears so
+        fake.clock.advance(LEASE * 2)  # the lease runs out: the next heartbeat hears so
         await asyncio.wait_for(held.cancelled.wait(), DEADLINE.total_seconds())
     delta = before.delta()
     delta.pop("heartbeats", None)
@@ -242,11 +255,8 @@ def test_metrics_are_off_by_default_and_a_bad_port_is_refused() -> None:
 
 
 async def test_a_handler_stopped_at_its_time_limit_is_a_failure() -> None:
-    fake, kind = FakeJobnik(), unique("metered-timeout")
     held = Held()
-    task = NewTask(timeout_seconds=0.05, max_attempts=2)
-    await fake.create_job("timed", stages=[NewStage(type=kind, tasks=[task])])
-    before = Samples(kind)
+    fake, kind, before = await metered_job("timed", NewTask(timeout_seconds=0.05, max_attempts=2))
     async with worker(fake, kind, held, metrics=True):
         await asyncio.wait_for(held.cancelled.wait(), DEADLINE.total_seconds())
     delta = before.delta()
@@ -258,16 +268,11 @@ async def test_a_handler_stopped_at_its_time_limit_is_a_failure() -> None:
 async def test_a_lease_lost_before_the_report_is_counted_too() -> None:
     # The handler ends after its lease ran out and before a heartbeat heard so: the
     # manager refuses the report (LEASE_LOST), and that is a lost lease as well.
-    fake, kind = FakeJobnik(), unique("metered-late")
     gate = Gate(1)
-    await fake.create_job("late", stages=[NewStage(type=kind, tasks=[NewTask()])])
-    before = Samples(kind)
-    lease = timedelta(seconds=5)
-    async with worker(
-        fake, kind, gate, metrics=True, lease=lease, heartbeat_interval=timedelta(seconds=4)
-    ):
+    fake, kind, before = await metered_job("late")
+    async with short_lease_worker(fake, kind, gate, heartbeats=timedelta(seconds=4)):
         await asyncio.wait_for(gate.all_running.wait(), DEADLINE.total_seconds())
-        fake.clock.advance(lease * 2)  # ran out; the next heartbeat is seconds away
+        fake.clock.advance(LEASE * 2)  # ran out; the next heartbeat is seconds away
         gate.release.set()
         for _ in range(200):
             if before.delta().get("leases_lost"):
