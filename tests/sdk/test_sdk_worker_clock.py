@@ -11,6 +11,7 @@ from jobnik_sdk import HeartbeatOutcome, TaskContext, TaskHeartbeat, TaskStatus,
 from jobnik_sdk.testing import FakeClock, FakeJobnik
 
 from ..support.api import unique
+from ..support.clients import PassThrough
 from .conftest import QUICK
 from .test_sdk_worker_leases import eventually, in_status, one_task
 
@@ -38,6 +39,10 @@ class ManualClock:
             if entry in self._sleepers:
                 self._sleepers.remove(entry)
 
+    def asleep_until(self, due: float) -> bool:
+        """Whether something sleeps until `due` (the lease keeper, for its next beat)."""
+        return any(at == due and not woken.done() for at, woken in self._sleepers)
+
     def advance(self, seconds: float) -> None:
         self._now += seconds
         self._manager.advance(seconds)
@@ -46,15 +51,12 @@ class ManualClock:
                 woken.set_result(None)
 
 
-class Beats:
+class Beats(PassThrough):
     """Passes every call to the fake, counting the batch heartbeats it answered."""
 
     def __init__(self, inner: FakeJobnik) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.answered = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     async def heartbeat_many(
         self, heartbeats: list[TaskHeartbeat], **options: Any
@@ -100,7 +102,10 @@ async def run_held_task(advances: list[float]) -> tuple[Any, bool]:
             clock.advance(seconds)
 
             async def beaten(before: int = before) -> bool | None:
-                return True if beats.answered > before else None
+                # Answered, and the lease keeper asleep again until its next beat: the
+                # manager answers from its own thread, at no set turn of this loop.
+                again = clock.asleep_until(clock.monotonic() + 0.5)
+                return True if beats.answered > before and (again or cancelled.is_set()) else None
 
             await eventually(beaten, "the heartbeat due")
         if cancelled.is_set():

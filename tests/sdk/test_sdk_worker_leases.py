@@ -32,6 +32,7 @@ from jobnik_sdk import (
 from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
+from ..support.clients import PassThrough
 from ..support.handlers import Held
 from .conftest import Surface
 from .test_sdk_worker import QUICK
@@ -41,19 +42,16 @@ DEADLINE = timedelta(seconds=10)
 POLL = timedelta(milliseconds=20)
 
 
-class Spy:
+class Spy(PassThrough):
     """Passes every call to `inner`, recording the reports a worker sends (as the
     single-task call each would be: status and options); its heartbeats can be made to
     fail as if the manager were unreachable."""
 
     def __init__(self, inner: Surface) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.reports: list[tuple[str, dict[str, Any]]] = []
         self.beats: list[TaskHeartbeat] = []
         self.unreachable_until = 0.0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     async def heartbeat_many(
         self, heartbeats: list[TaskHeartbeat], **options: Any

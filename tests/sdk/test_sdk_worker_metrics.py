@@ -28,6 +28,7 @@ from jobnik_sdk import (
 from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
+from ..support.clients import PassThrough
 from ..support.handlers import Gate, Held
 from .conftest import QUICK, Surface
 
@@ -73,24 +74,21 @@ class Samples:
         return {key: now[key] - self.values[key] for key in now if now[key] != self.values[key]}
 
 
-class Watched:
+class Watched(PassThrough):
     """A client whose heartbeats and empty claims set events, to wait on them."""
 
     def __init__(self, client: Any) -> None:
-        self._client = client
+        super().__init__(client)
         self.beat = asyncio.Event()
         self.empty = asyncio.Event()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
     async def heartbeat_many(self, *args: Any, **kwargs: Any) -> Any:
-        answers = await self._client.heartbeat_many(*args, **kwargs)
+        answers = await self.inner.heartbeat_many(*args, **kwargs)
         self.beat.set()
         return answers
 
     async def claim_with_context(self, *args: Any, **kwargs: Any) -> Any:
-        claimed = await self._client.claim_with_context(*args, **kwargs)
+        claimed = await self.inner.claim_with_context(*args, **kwargs)
         if not claimed.items:
             self.empty.set()
         return claimed
