@@ -1,6 +1,6 @@
 """With authentication on, the event rows of a worker's claims and completions name its
 token as `principal`, and the hand-tuned statements PostgreSQL runs them with
-(`db.claim`, `db.first_claim`, `db.complete`) write the same rows as the session path
+(db/sql/claim.sql and complete.sql) write the same rows as the session path
 SQLite takes."""
 
 from __future__ import annotations

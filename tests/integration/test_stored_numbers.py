@@ -42,3 +42,14 @@ async def test_a_claim_with_its_context_reads_them_back_exactly(api: Api) -> Non
     assert answer["stages"][0]["status"] == "IN_PROGRESS"
     plain = await api.call("POST", "/v1/tasks/claim", json={"stageTypes": [stage_type]})
     assert plain == {"items": []}, "nothing left, and no context keys without withContext"
+
+
+async def test_a_stage_percentage_is_floored_on_every_path(api: Api) -> None:
+    """Two of three tasks done is 66 %, whether the completions left the stage open (on
+    PostgreSQL, one statement of their own) or not."""
+    _, stage, _ = await api.one_stage_job(unique("pct"), tasks=3)
+    claimed = [await api.dequeue(stage["type"]) for _ in range(3)]
+    for task in claimed[:2]:
+        assert task is not None
+        await api.report(task["id"], "COMPLETED")
+    assert (await api.stage(stage["id"]))["percentage"] == 66

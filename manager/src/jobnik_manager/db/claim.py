@@ -1,4 +1,5 @@
-"""The claim statement: the one statement on the hot path of every worker.
+"""The claim: the one statement on the hot path of every worker (SQLite's two here,
+PostgreSQL's in db/sql/claim.sql).
 
 One UPDATE takes up to `limit` claimable tasks and starts their leases, whatever the
 limit. Its inner SELECT reads the partial index `ix_tasks_claim`, which holds only
@@ -15,27 +16,15 @@ from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import (
-    ARRAY,
-    Row,
-    String,
-    any_,
-    bindparam,
-    func,
-    insert,
-    literal,
-    select,
-    union_all,
-    update,
-)
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import Row, Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..domain.moves import CLAIMS, EVENT_COLUMNS, TASK_CLAIMED, TASK_RECLAIMED
-from . import first_claim
+from ..domain.moves import CLAIMS, JOB_STARTED, STAGE_STARTED, TASK_CLAIMED, TASK_RECLAIMED
 from .direct import DirectStatement
-from .event_rows import task_moves
-from .models import EVENTS, STAGES, TASKS, Task
-from .types import UtcDateTime
+from .models import JOBS, STAGES, Job, Stage, Task
+from .queries import queries, statement
+from .types import EnumText
 
 TASK_COLUMNS = tuple(Task.__table__.c)
 # Belt and braces: only a task waiting to run is ever claimed, whatever its flag says.
@@ -92,98 +81,61 @@ def _with_previous(row: Row[Any], previous: str) -> Any:
     return SimpleNamespace(**row._mapping, previous=previous)
 
 
+# The statuses the claim statement writes and reads, bound from the moves it makes.
+_CLAIM_CONSTANTS = {
+    "claim_sources": [str(m.source) for m in CLAIMS],
+    "claimed": str(TASK_CLAIMED.target),
+    "pending": str(TASK_CLAIMED.source),
+    "retried": str(TASK_RECLAIMED.source),
+    "unstarted": str(STAGE_STARTED.source),
+    "started": str(STAGE_STARTED.target),
+}
+# A first claim starts its stage and its job by one CASE and one UPDATE, logged in one
+# SELECT: the two moves must share their statuses' names.
+assert (JOB_STARTED.source, JOB_STARTED.target) == (STAGE_STARTED.source, STAGE_STARTED.target)
+assert TASK_RECLAIMED.target == TASK_CLAIMED.target
+
+
 @cache
 def claim_statement(single_type: bool, announce: bool) -> DirectStatement:
-    """PostgreSQL: the whole claim as one statement, so it can run as a transaction of
-    its own and hold the stage's summary row only while it runs.
+    """PostgreSQL: the whole claim as one statement (db/sql/claim.sql), so it can run as
+    a transaction of its own and hold the stage's summary row only while it runs.
 
-    Data-modifying CTEs claim the tasks, bump their stages' summaries, start the stages
-    this is the first claim of and their jobs (`db.first_claim`), and log every move;
-    the rows are the claimed tasks with `previous` and `stage_started` (whether this
+    The rows are the claimed tasks with `previous` and `stage_started` (whether this
     claim started the task's stage). Binds `types` (one string when `single_type`, else
     a list), `n`, `now`, `expires`, `seconds`, `worker`, `principal`, and `time` (`now`
-    as lifecycle messages spell it, written when `announce`).
+    as lifecycle messages spell it, when `announce`).
     """
-    now = bindparam("now", type_=UtcDateTime())
-    # Equality keeps the plan a plain ordered index scan. Lists are bound as arrays
-    # (`= ANY`, which is what PostgreSQL makes of an IN list), so the statement's text
-    # is the same whatever their length.
-    of_types = (
-        Task.stage_type == bindparam("types")
-        if single_type
-        else Task.stage_type == any_(bindparam("types", type_=ARRAY(String())))
-    )
-    waiting = Task.status == any_(literal(_WAITING_STATUSES, ARRAY(String())))
-    picked = select(Task.seq, Task.status.label("previous")).where(
-        Task.claimable, waiting, of_types
-    )
-    chosen = (
-        picked.order_by(Task.priority_rank, Task.seq)
-        .limit(bindparam("n"))
-        .with_for_update(skip_locked=True)
-        .cte("picked")
-    )
-    claimed = (
-        update(TASKS)
-        .where(TASKS.c.seq == chosen.c.seq)
-        .values(
-            **TASK_CLAIMED.columns(now),
-            lease_id=func.gen_random_uuid(),
-            lease_expires_at=bindparam("expires", type_=UtcDateTime()),
-            lease_seconds=bindparam("seconds"),
-            worker=bindparam("worker"),
-            progress=None,
-            progress_message=None,
-        )
-        .returning(*TASKS.c, chosen.c.previous)
-        .cte("claimed")
-    )
-    c = claimed.c
-    counted = (
-        select(
-            c.stage_id,
-            func.count().filter(c.previous == str(TASK_CLAIMED.source)).label("pending"),
-            func.count().filter(c.previous == str(TASK_RECLAIMED.source)).label("retried"),
-            func.count().label("claimed"),
-        )
-        .group_by(c.stage_id)
-        .cte("counted")
-    )
-    locked = first_claim.locked_stages(counted)
-    k = locked.c
-    bumped = (
-        update(STAGES)
-        .where(STAGES.c.id == k.id)
-        .values(
-            pending=STAGES.c.pending - k.pending,
-            retried=STAGES.c.retried - k.retried,
-            in_progress=STAGES.c.in_progress + k.claimed,
-            update_time=now,
-            **first_claim.start_values(locked, now),
-        )
-        .returning(STAGES.c.id, STAGES.c.job_id, STAGES.c.type, first_claim.starting(locked))
-        .cte("bumped")
-    )
-    started, extra = first_claim.start_rows(bumped, now, announce=announce)
-    # One INSERT in this order (tasks, then stages, then jobs, as the session path logs
-    # them): the order in which separate data-modifying CTEs run is not defined.
-    moves = union_all(
-        task_moves(claimed, CLAIMS, now, c.previous).add_columns(
-            literal(0).label("rank"), c.priority_rank.label("k1"), c.seq.label("k2")
-        ),
-        started,
-    ).cte("moves")
-    m = moves.c
-    logged = insert(EVENTS).from_select(
-        EVENT_COLUMNS,
-        select(*(m[name] for name in EVENT_COLUMNS)).order_by(m.rank, m.k1, m.k2, m.entity_id),
-    )
-    answer = (
-        select(claimed, bumped.c.started.label("stage_started"))
-        .join(bumped, bumped.c.id == c.stage_id)
-        .add_cte(logged.cte("logged"))
-        .order_by(c.priority_rank, c.seq)
-    )
-    for cte in extra:
-        answer = answer.add_cte(cte)
-    return DirectStatement.of(answer)
+    q = queries("claim")
+    parts = [q["picked_one_type" if single_type else "picked_types"], q["claimed"]]
+    if announce:
+        parts.append(q["announced"])
+    parts.append(q["answer"])
+    return statement("\n".join(parts), _CLAIM_CONSTANTS)
+
+
+@cache
+def context_statement() -> DirectStatement:
+    """The stages `stage_ids` with their jobs: every column of each, the job's
+    labelled `job_<name>` (`stages_and_jobs` reads them)."""
+    return statement(queries("claim")["context"])
+
+
+def stages_and_jobs(rows: list[asyncpg.Record]) -> tuple[list[Stage], list[Job]]:
+    """PostgreSQL: the rows of `context_statement` as (detached) model objects, each job once; their
+    statuses and priority as the enums the columns read back through SQLAlchemy."""
+    stages: list[Stage] = []
+    jobs: dict[Any, Job] = {}
+    for r in rows:
+        stages.append(Stage(**_values(STAGES, r)))
+        if r["job_id"] not in jobs:
+            jobs[r["job_id"]] = Job(**_values(JOBS, r, prefix="job_"))
+    return stages, list(jobs.values())
+
+
+def _values(table: Table, r: asyncpg.Record, prefix: str = "") -> dict[str, Any]:
+    values = {c.name: r[prefix + c.name] for c in table.c}
+    for c in table.c:
+        if isinstance(c.type, EnumText):
+            values[c.name] = c.type.coerce(values[c.name])
+    return values

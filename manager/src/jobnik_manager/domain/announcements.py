@@ -94,7 +94,8 @@ def _add(info: Info, messages: list[Message]) -> None:
 
 
 def _moved(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A move's message body; `db.first_claim` writes the same, key for key, in SQL."""
+    """A move's message body; the claim statement (db/sql/claim.sql) writes
+    the same, key for key, in SQL."""
     body: dict[str, Any] = {
         "entity": str(row["entity"]),
         "jobId": str(row["job_id"]),

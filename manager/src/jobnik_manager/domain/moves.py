@@ -4,8 +4,9 @@ records.
 A `Move` is one (entity, from, to) change made by an actor. Declaring one checks it
 against the transition tables (`domain.transitions`), so an illegal move cannot be
 built, let alone made (building one raises `IllegalTransition`, the refusal a client
-is given). Each path that changes a status (the ORM's in `services`, the
-hand-tuned PostgreSQL statements in `db`, replay, maintenance) takes from its move:
+is given). Each path that changes a status (the ORM's in `services`, replay,
+maintenance, and the hand-tuned PostgreSQL statements in db/sql/, which are given the
+statuses they write and log from here) takes from its move:
 
 - `columns(now)`: the columns the change writes (status, update time, the end of a
   final status, a final task leaving the claim index), and `starts`: whether it stamps
@@ -208,7 +209,7 @@ J, S, T = JobStatus, StageStatus, TaskStatus
 JOB_CREATED = job_move(None, J.PENDING)
 TASK_CREATED = task_move(None, T.PENDING)
 
-# The moves the hot statements make (db.claim, db.first_claim, db.complete), named.
+# The moves the hot statements make (db/sql/claim.sql and complete.sql), named.
 TASK_CLAIMED = task_move(T.PENDING, T.IN_PROGRESS)
 TASK_RECLAIMED = task_move(T.RETRIED, T.IN_PROGRESS)
 CLAIMS = (TASK_CLAIMED, TASK_RECLAIMED)

@@ -18,9 +18,8 @@ from typing import Any
 from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.claim import claim_rows, claim_statement
+from ..db.claim import claim_rows, claim_statement, context_statement, stages_and_jobs
 from ..db.engine import Database, acting_name, now_in, principal_in
-from ..db.first_claim import context_statement, stages_and_jobs
 from ..db.models import Job, Stage
 from ..domain import observations
 from ..domain.announcements import ANNOUNCED, announcing
