@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Annotated, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -36,6 +36,7 @@ Token = Annotated[
     typer.Option("--token", envvar="JOBNIK_TOKEN", show_envvar=True, help="API token (auth on)."),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
+JobArg = Annotated[str, typer.Argument(metavar="JOB", help="The job's id.")]
 DEFAULT = DEFAULT_URL
 
 
@@ -54,6 +55,11 @@ class Manager:
             retry=RequestRetryPolicy(max_attempts=3),
             timeout=timedelta(seconds=30),
         )
+
+
+def interval_option(text: str) -> Any:
+    """The `--interval` option of the commands that poll: seconds between polls."""
+    return typer.Option("--interval", min=0.05, help=text)
 
 
 def run(

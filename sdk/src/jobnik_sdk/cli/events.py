@@ -12,7 +12,7 @@ import typer
 from .._client import JobnikClient
 from .._models import Event
 from . import output
-from ._run import DEFAULT, OK, Json, Manager, Token, Url, run
+from ._run import DEFAULT, OK, JobArg, Json, Manager, Token, Url, interval_option, run
 
 _PAGE = 1000  # the manager's largest page of events
 
@@ -34,16 +34,14 @@ def line(event: Event) -> str:
 
 
 def events(
-    job_id: Annotated[str, typer.Argument(metavar="JOB", help="The job's id.")],
+    job_id: JobArg,
     follow: Annotated[
         bool,
         typer.Option(
             "--follow", "-f", help="Keep printing new events until the job is final (or Ctrl+C)."
         ),
     ] = False,
-    interval: Annotated[
-        float, typer.Option("--interval", min=0.05, help="Seconds between polls with --follow.")
-    ] = 0.5,
+    interval: Annotated[float, interval_option("Seconds between polls with --follow.")] = 0.5,
     url: Url = DEFAULT,
     token: Token = None,
     json: Json = False,

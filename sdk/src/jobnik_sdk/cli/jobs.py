@@ -13,7 +13,7 @@ from rich.table import Table
 from .._client import JobnikClient
 from .._models import Job, JobStatus, Priority
 from . import output
-from ._run import DEFAULT, Json, Manager, Token, Url, run
+from ._run import DEFAULT, JobArg, Json, Manager, Token, Url, run
 
 app = typer.Typer(help="List jobs and show one.", no_args_is_help=True)
 
@@ -109,7 +109,7 @@ def list_jobs(
 
 @app.command("show")
 def show(
-    job_id: Annotated[str, typer.Argument(metavar="JOB", help="The job's id.")],
+    job_id: JobArg,
     url: Url = DEFAULT,
     token: Token = None,
     json: Json = False,

@@ -10,9 +10,7 @@ import typer
 from .._client import JobnikClient
 from .._models import Priority
 from . import output
-from ._run import DEFAULT, Manager, Token, Url, run
-
-JobArg = Annotated[str, typer.Argument(metavar="JOB", help="The job's id.")]
+from ._run import DEFAULT, JobArg, Manager, Token, Url, run
 
 
 def _done(message: str) -> None:

@@ -13,18 +13,16 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from .._client import JobnikClient
 from .._models import Job, JobStatus
 from . import output
-from ._run import DEFAULT, JOB_FAILED, OK, Json, Manager, Token, Url, run
+from ._run import DEFAULT, JOB_FAILED, OK, JobArg, Json, Manager, Token, Url, interval_option, run
 
 
 def wait(
-    job_id: Annotated[str, typer.Argument(metavar="JOB", help="The job's id.")],
+    job_id: JobArg,
     timeout: Annotated[
         float | None,
         typer.Option("--timeout", min=0, help="Give up (exit 6) after this many seconds."),
     ] = None,
-    interval: Annotated[
-        float, typer.Option("--interval", min=0.05, help="Seconds between polls.")
-    ] = 1.0,
+    interval: Annotated[float, interval_option("Seconds between polls.")] = 1.0,
     url: Url = DEFAULT,
     token: Token = None,
     json: Json = False,
