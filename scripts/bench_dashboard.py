@@ -17,13 +17,11 @@ import time
 from typing import Any
 
 import httpx
-from bench_rows import TRACEPARENT, fresh_database
+from bench_rows import TRACEPARENT, fresh_database, get_times, manager_client
 from sqlalchemy import text
 
-from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
 from jobnik_manager.domain.summary import COUNTERS
-from jobnik_manager.settings import Settings
 
 BASE = "postgresql+asyncpg://postgres@127.0.0.1:5432"
 NAME = "jobnik_bench_dashboard"
@@ -96,12 +94,7 @@ async def timed(client: httpx.AsyncClient, url: str, runs: int) -> tuple[float, 
     """Median and slowest milliseconds of `runs` calls (after one to warm up)."""
     first = await client.get(url)
     assert first.status_code == 200, f"{url}: {first.status_code} {first.text}"
-    took = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        response = await client.get(url)
-        took.append((time.perf_counter() - began) * 1000)
-        assert response.status_code == 200, response.text
+    took = await get_times(client, url, runs)
     return statistics.median(took), max(took), first.json()
 
 
@@ -110,15 +103,12 @@ async def main() -> int:
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
-    url = await fresh_database(NAME)
-    db = Database(url)
+    db = Database(await fresh_database(NAME))
     began = time.perf_counter()
     await fill(db, args.jobs)
     print(f"inserted {args.jobs:,} jobs and their stages in {time.perf_counter() - began:.1f} s")
-    app = create_app(Settings(database_url=url, maintenance=False), database=db)
-    transport = httpx.ASGITransport(app=app)
     slow = []
-    async with httpx.AsyncClient(transport=transport, base_url="http://manager") as client:
+    async with manager_client(db) as client:
         job_id, stage_id = await a_job_seen(client)
         calls = [
             ("jobs list, first page", "/v1/jobs?page=1&page_size=20"),

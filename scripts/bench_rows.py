@@ -1,19 +1,25 @@
 """Rows the benchmarks insert straight into the database, past the API: a job with one
-stage, to hold tasks that are claimable or finished long ago."""
+stage, to hold tasks that are claimable or finished long ago; and the manager they
+time, served in-process on that database."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import datetime
 
 import asyncpg  # type: ignore[import-untyped]
+import httpx
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from jobnik_manager.app import create_app
 from jobnik_manager.db import migrate
+from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Job, Stage
 from jobnik_manager.domain.summary import Summary
+from jobnik_manager.settings import Settings
 
 POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432"
 TRACEPARENT = "00-" + "0" * 32 + "-" + "0" * 16 + "-01"
@@ -56,3 +62,20 @@ async def fresh_database(name: str) -> str:
     url = f"{POSTGRES}/{name}"
     await asyncio.to_thread(migrate.upgrade, url)
     return url
+
+
+def manager_client(db: Database) -> httpx.AsyncClient:
+    """A client of the manager's app on `db` (without its maintenance), served in-process."""
+    app = create_app(Settings(database_url=db.url, maintenance=False), database=db)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://manager")
+
+
+async def get_times(client: httpx.AsyncClient, url: str, runs: int) -> list[float]:
+    """Milliseconds each of `runs` GETs of `url` took; every one must answer 200."""
+    took = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        response = await client.get(url)
+        took.append((time.perf_counter() - began) * 1000)
+        assert response.status_code == 200, response.text
+    return took

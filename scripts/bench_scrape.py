@@ -17,12 +17,16 @@ import time
 from datetime import UTC, datetime
 
 import httpx
-from bench_rows import TRACEPARENT, add_job_and_stage, fresh_database
+from bench_rows import (
+    TRACEPARENT,
+    add_job_and_stage,
+    fresh_database,
+    get_times,
+    manager_client,
+)
 from sqlalchemy import text
 
-from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
-from jobnik_manager.settings import Settings
 
 BASE = "postgresql+asyncpg://postgres@127.0.0.1:5432"
 NAME = "jobnik_bench_scrape"
@@ -82,13 +86,7 @@ async def claim_some(client: httpx.AsyncClient) -> None:
 async def scrapes(client: httpx.AsyncClient, n: int) -> float:
     """Median milliseconds of `n` scrapes (after one to warm up)."""
     await client.get("/metrics")
-    took = []
-    for _ in range(n):
-        began = time.perf_counter()
-        response = await client.get("/metrics")
-        took.append((time.perf_counter() - began) * 1000)
-        assert response.status_code == 200
-    return statistics.median(took)
+    return statistics.median(await get_times(client, "/metrics", n))
 
 
 async def main() -> None:
@@ -96,11 +94,8 @@ async def main() -> None:
     parser.add_argument("--tasks", type=int, default=1_000_000)
     parser.add_argument("--scrapes", type=int, default=50)
     args = parser.parse_args()
-    url = await fresh_database(NAME)
-    db = Database(url)
-    app = create_app(Settings(database_url=url, maintenance=False), database=db)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://manager") as client:
+    db = Database(await fresh_database(NAME))
+    async with manager_client(db) as client:
         # The same work first on a database emptied after it: both scrapes then answer
         # the same series of this process's counters, and differ only by the tables.
         await fill(db, len(TYPES) * 1000)
