@@ -8,8 +8,12 @@ class DomainError(Exception):
 
     code = "UNKNOWN_ERROR"
     http_status = 500
+    # What it says when raised without a message of its own.
+    default_message = "Unexpected error"
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    def __init__(self, message: str | None = None, *, code: str | None = None) -> None:
+        if message is None:
+            message = self.default_message
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -22,23 +26,17 @@ class NotFound(DomainError):
 
 class JobNotFound(NotFound):
     code = "JOB_NOT_FOUND"
-
-    def __init__(self) -> None:
-        super().__init__("Job not found")
+    default_message = "Job not found"
 
 
 class StageNotFound(NotFound):
     code = "STAGE_NOT_FOUND"
-
-    def __init__(self) -> None:
-        super().__init__("Stage not found")
+    default_message = "Stage not found"
 
 
 class TaskNotFound(NotFound):
     code = "TASK_NOT_FOUND"
-
-    def __init__(self, message: str = "Task not found") -> None:
-        super().__init__(message)
+    default_message = "Task not found"
 
 
 class RuleViolation(DomainError):
@@ -61,18 +59,14 @@ class Conflict(DomainError):
 
 class LeaseLost(Conflict):
     code = "LEASE_LOST"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "The lease is no longer held: it expired, or the task was reclaimed or settled"
-        )
+    default_message = (
+        "The lease is no longer held: it expired, or the task was reclaimed or settled"
+    )
 
 
 class IdempotencyKeyReused(Conflict):
     code = "IDEMPOTENCY_KEY_REUSED"
-
-    def __init__(self) -> None:
-        super().__init__("This Idempotency-Key was already used for a different request")
+    default_message = "This Idempotency-Key was already used for a different request"
 
 
 class TokenNameTaken(Conflict):

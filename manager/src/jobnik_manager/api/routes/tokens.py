@@ -33,9 +33,7 @@ TokenName = Annotated[str, Path(min_length=1, max_length=100)]
 class AuthOff(DomainError):
     code = "FORBIDDEN"
     http_status = 403
-
-    def __init__(self) -> None:
-        super().__init__("tokens are managed over the API only with JOBNIK_AUTH=on")
+    default_message = "tokens are managed over the API only with JOBNIK_AUTH=on"
 
 
 def _auth_on(request: Request) -> None:
