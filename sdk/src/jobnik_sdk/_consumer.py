@@ -203,13 +203,8 @@ class ConsumerCalls:
             body["fields"] = dict(fields)
         # With a key of its own (when keys are automatic) it is retried like a create,
         # so a handler's entry rides out a manager or database restart.
-        response = await self._http.request(
-            "POST",
-            f"/v1/tasks/{task_id}/events",
-            json=body,
-            idempotency_key=self._http.idempotency_key(None),
-        )
-        return Event.model_validate(response.json())
+        created = await self._http.create(f"/v1/tasks/{task_id}/events", body, idempotency_key=None)
+        return Event.model_validate(created)
 
     async def complete(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ._http import Http
 from ._models import (
@@ -27,6 +27,37 @@ from ._models import (
 from ._pages import iterate_pages
 from ._tracing import trace_fields
 from ._waiting import ProgressCallback, wait_for_job
+
+
+class JobFilters(TypedDict, total=False):
+    """The filters of `list_jobs` and `iter_jobs`; each left out (or None) lets any
+    job through."""
+
+    name: str | None  # the exact name
+    from_date: datetime | None  # created at or after
+    end_date: datetime | None  # created at or before
+    priority: Priority | None
+    status: JobStatus | Sequence[JobStatus] | None  # one, or any of several
+    with_stages: bool  # answer each job with its stages (default False)
+
+
+class StageFilters(TypedDict, total=False):
+    """The filters of `list_stages` and `iter_stages`."""
+
+    job_id: EntityId | None
+    stage_type: str | None
+    status: StageStatus | None
+    with_tasks: bool  # answer each stage with its tasks (default False)
+
+
+class TaskFilters(TypedDict, total=False):
+    """The filters of `list_tasks` and `iter_tasks`."""
+
+    stage_id: EntityId | None
+    stage_type: str | None
+    status: TaskStatus | None
+    from_date: datetime | None  # created at or after
+    end_date: datetime | None  # created at or before
 
 
 class ProducerCalls:
@@ -72,13 +103,8 @@ class ProducerCalls:
         if stages:
             body["stages"] = [wire(stage) for stage in stages]
         body.update(trace_fields(traceparent, tracestate))
-        response = await self._http.request(
-            "POST",
-            "/v1/jobs",
-            json=body,
-            idempotency_key=self._http.idempotency_key(idempotency_key),
-        )
-        return Job.model_validate(response.json())
+        created = await self._http.create("/v1/jobs", body, idempotency_key=idempotency_key)
+        return Job.model_validate(created)
 
     async def add_stage(
         self,
@@ -114,13 +140,10 @@ class ProducerCalls:
             allowed_failures=allowed_failures,
             timeout_seconds=timeout_seconds,
         )
-        response = await self._http.request(
-            "POST",
-            f"/v1/jobs/{job_id}/stage",
-            json=wire(spec),
-            idempotency_key=self._http.idempotency_key(idempotency_key),
+        created = await self._http.create(
+            f"/v1/jobs/{job_id}/stage", wire(spec), idempotency_key=idempotency_key
         )
-        return Stage.model_validate(response.json())
+        return Stage.model_validate(created)
 
     async def add_tasks(
         self,
@@ -134,13 +157,12 @@ class ProducerCalls:
         task that brings none (and those get the stage's policy without it). Tasks
         without a `traceparent` get the current OpenTelemetry context's, if any."""
         tasks = with_trace(with_retry_policy(tasks, retry_policy))
-        response = await self._http.request(
-            "POST",
+        created = await self._http.create(
             f"/v1/stages/{stage_id}/tasks",
-            json=[wire(task) for task in tasks],
-            idempotency_key=self._http.idempotency_key(idempotency_key),
+            [wire(task) for task in tasks],
+            idempotency_key=idempotency_key,
         )
-        return [Task.model_validate(item) for item in response.json()]
+        return [Task.model_validate(item) for item in created]
 
     # ---- steer --------------------------------------------------------------------------
 
@@ -241,29 +263,20 @@ class ProducerCalls:
         return Task.model_validate(response.json())
 
     async def list_jobs(
-        self,
-        *,
-        name: str | None = None,
-        from_date: datetime | None = None,
-        end_date: datetime | None = None,
-        priority: Priority | None = None,
-        with_stages: bool = False,
-        page: int = 1,
-        page_size: int = 10,
-        status: JobStatus | Sequence[JobStatus] | None = None,
+        self, *, page: int = 1, page_size: int = 10, **filters: Unpack[JobFilters]
     ) -> Page[Job]:
         """One page of jobs, oldest first, filtered by exact name, creation time, priority
-        and status (one, or any of several)."""
+        and status (one, or any of several): see JobFilters."""
         response = await self._http.request(
             "GET",
             "/v1/jobs",
             params={
-                "job_name": name,
-                "from_date": from_date,
-                "end_date": end_date,
-                "priority": priority,
-                "status": _statuses(status),
-                "should_return_stages": with_stages or None,
+                "job_name": filters.get("name"),
+                "from_date": filters.get("from_date"),
+                "end_date": filters.get("end_date"),
+                "priority": filters.get("priority"),
+                "status": _statuses(filters.get("status")),
+                "should_return_stages": filters.get("with_stages") or None,
                 "page": page,
                 "page_size": page_size,
             },
@@ -271,24 +284,18 @@ class ProducerCalls:
         return Page[Job].model_validate(response.json())
 
     async def list_stages(
-        self,
-        *,
-        job_id: EntityId | None = None,
-        stage_type: str | None = None,
-        status: StageStatus | None = None,
-        with_tasks: bool = False,
-        page: int = 1,
-        page_size: int = 10,
+        self, *, page: int = 1, page_size: int = 10, **filters: Unpack[StageFilters]
     ) -> Page[Stage]:
-        """One page of stages, filtered by job, type and status."""
+        """One page of stages, filtered by job, type and status: see StageFilters."""
+        job_id = filters.get("job_id")
         response = await self._http.request(
             "GET",
             "/v1/stages",
             params={
                 "job_id": str(job_id) if job_id is not None else None,
-                "stage_type": stage_type,
-                "stage_operation_status": status,
-                "should_return_tasks": with_tasks or None,
+                "stage_type": filters.get("stage_type"),
+                "stage_operation_status": filters.get("status"),
+                "should_return_tasks": filters.get("with_tasks") or None,
                 "page": page,
                 "page_size": page_size,
             },
@@ -296,26 +303,20 @@ class ProducerCalls:
         return Page[Stage].model_validate(response.json())
 
     async def list_tasks(
-        self,
-        *,
-        stage_id: EntityId | None = None,
-        stage_type: str | None = None,
-        status: TaskStatus | None = None,
-        from_date: datetime | None = None,
-        end_date: datetime | None = None,
-        page: int = 1,
-        page_size: int = 10,
+        self, *, page: int = 1, page_size: int = 10, **filters: Unpack[TaskFilters]
     ) -> Page[Task]:
-        """One page of tasks in creation order, filtered by stage, type, status, time."""
+        """One page of tasks in creation order, filtered by stage, type, status, time:
+        see TaskFilters."""
+        stage_id = filters.get("stage_id")
         response = await self._http.request(
             "GET",
             "/v1/tasks",
             params={
                 "stage_id": str(stage_id) if stage_id is not None else None,
-                "stage_type": stage_type,
-                "status": status,
-                "from_date": from_date,
-                "end_date": end_date,
+                "stage_type": filters.get("stage_type"),
+                "status": filters.get("status"),
+                "from_date": filters.get("from_date"),
+                "end_date": filters.get("end_date"),
                 "page": page,
                 "page_size": page_size,
             },
@@ -337,72 +338,28 @@ class ProducerCalls:
         return iterate_pages(lambda page: self.list_events(job_id, page=page, page_size=page_size))
 
     def iter_jobs(
-        self,
-        *,
-        name: str | None = None,
-        from_date: datetime | None = None,
-        end_date: datetime | None = None,
-        priority: Priority | None = None,
-        with_stages: bool = False,
-        page_size: int = 100,
-        status: JobStatus | Sequence[JobStatus] | None = None,
+        self, *, page_size: int = 100, **filters: Unpack[JobFilters]
     ) -> AsyncIterator[Job]:
-        """Every job matching the filters, fetched page by page as it is consumed."""
-        return iterate_pages(
-            lambda page: self.list_jobs(
-                name=name,
-                from_date=from_date,
-                end_date=end_date,
-                priority=priority,
-                status=status,
-                with_stages=with_stages,
-                page=page,
-                page_size=page_size,
-            )
-        )
+        """Every job matching the filters (as for `list_jobs`), fetched page by page as it
+        is consumed."""
+        return iterate_pages(lambda page: self.list_jobs(page=page, page_size=page_size, **filters))
 
     def iter_stages(
-        self,
-        *,
-        job_id: EntityId | None = None,
-        stage_type: str | None = None,
-        status: StageStatus | None = None,
-        with_tasks: bool = False,
-        page_size: int = 100,
+        self, *, page_size: int = 100, **filters: Unpack[StageFilters]
     ) -> AsyncIterator[Stage]:
-        """Every stage matching the filters, fetched page by page as it is consumed."""
+        """Every stage matching the filters (as for `list_stages`), fetched page by page as
+        it is consumed."""
         return iterate_pages(
-            lambda page: self.list_stages(
-                job_id=job_id,
-                stage_type=stage_type,
-                status=status,
-                with_tasks=with_tasks,
-                page=page,
-                page_size=page_size,
-            )
+            lambda page: self.list_stages(page=page, page_size=page_size, **filters)
         )
 
     def iter_tasks(
-        self,
-        *,
-        stage_id: EntityId | None = None,
-        stage_type: str | None = None,
-        status: TaskStatus | None = None,
-        from_date: datetime | None = None,
-        end_date: datetime | None = None,
-        page_size: int = 100,
+        self, *, page_size: int = 100, **filters: Unpack[TaskFilters]
     ) -> AsyncIterator[Task]:
-        """Every task matching the filters, fetched page by page as it is consumed."""
+        """Every task matching the filters (as for `list_tasks`), fetched page by page as
+        it is consumed."""
         return iterate_pages(
-            lambda page: self.list_tasks(
-                stage_id=stage_id,
-                stage_type=stage_type,
-                status=status,
-                from_date=from_date,
-                end_date=end_date,
-                page=page,
-                page_size=page_size,
-            )
+            lambda page: self.list_tasks(page=page, page_size=page_size, **filters)
         )
 
     async def wait(

@@ -57,11 +57,7 @@ def create(
     body = read_body(file)
 
     async def work(client: JobnikClient) -> Job:
-        http = client._http
-        response = await http.request(
-            "POST", "/v1/jobs", json=body, idempotency_key=http.idempotency_key(None)
-        )
-        return Job.model_validate(response.json())
+        return Job.model_validate(await client._http.create("/v1/jobs", body, idempotency_key=None))
 
     job = run(Manager(url, token), work)
     if json:
