@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from ._models import Page
 
@@ -26,3 +26,11 @@ async def iterate_pages(fetch: Callable[[int], Awaitable[Page[T]]]) -> AsyncIter
         if not result.items or seen >= result.total:
             return
         page += 1
+
+
+def iterate_filtered(
+    list_page: Callable[..., Awaitable[Page[T]]], page_size: int, filters: Mapping[str, Any]
+) -> AsyncIterator[T]:
+    """Every item `list_page(page=..., page_size=page_size, **filters)` answers, page by
+    page."""
+    return iterate_pages(lambda page: list_page(page=page, page_size=page_size, **filters))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypedDict, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack
 
-from ._http import Http
+from ._http import Http, ParamValue
 from ._models import (
     EntityId,
     Event,
@@ -24,9 +24,11 @@ from ._models import (
     TaskStatus,
     wire,
 )
-from ._pages import iterate_pages
+from ._pages import iterate_filtered, iterate_pages
 from ._tracing import trace_fields
 from ._waiting import ProgressCallback, wait_for_job
+
+P = TypeVar("P", bound=Page[Any])
 
 
 class JobFilters(TypedDict, total=False):
@@ -267,71 +269,60 @@ class ProducerCalls:
     ) -> Page[Job]:
         """One page of jobs, oldest first, filtered by exact name, creation time, priority
         and status (one, or any of several): see JobFilters."""
-        response = await self._http.request(
-            "GET",
-            "/v1/jobs",
-            params={
-                "job_name": filters.get("name"),
-                "from_date": filters.get("from_date"),
-                "end_date": filters.get("end_date"),
-                "priority": filters.get("priority"),
-                "status": _statuses(filters.get("status")),
-                "should_return_stages": filters.get("with_stages") or None,
-                "page": page,
-                "page_size": page_size,
-            },
-        )
-        return Page[Job].model_validate(response.json())
+        query = {
+            "job_name": filters.get("name"),
+            "from_date": filters.get("from_date"),
+            "end_date": filters.get("end_date"),
+            "priority": filters.get("priority"),
+            "status": _statuses(filters.get("status")),
+            "should_return_stages": filters.get("with_stages") or None,
+        }
+        return await self._page(Page[Job], "/v1/jobs", page, page_size, query)
 
     async def list_stages(
         self, *, page: int = 1, page_size: int = 10, **filters: Unpack[StageFilters]
     ) -> Page[Stage]:
         """One page of stages, filtered by job, type and status: see StageFilters."""
-        job_id = filters.get("job_id")
-        response = await self._http.request(
-            "GET",
-            "/v1/stages",
-            params={
-                "job_id": str(job_id) if job_id is not None else None,
-                "stage_type": filters.get("stage_type"),
-                "stage_operation_status": filters.get("status"),
-                "should_return_tasks": filters.get("with_tasks") or None,
-                "page": page,
-                "page_size": page_size,
-            },
-        )
-        return Page[Stage].model_validate(response.json())
+        query = {
+            "job_id": _id(filters.get("job_id")),
+            "stage_type": filters.get("stage_type"),
+            "stage_operation_status": filters.get("status"),
+            "should_return_tasks": filters.get("with_tasks") or None,
+        }
+        return await self._page(Page[Stage], "/v1/stages", page, page_size, query)
 
     async def list_tasks(
         self, *, page: int = 1, page_size: int = 10, **filters: Unpack[TaskFilters]
     ) -> Page[Task]:
         """One page of tasks in creation order, filtered by stage, type, status, time:
         see TaskFilters."""
-        stage_id = filters.get("stage_id")
-        response = await self._http.request(
-            "GET",
-            "/v1/tasks",
-            params={
-                "stage_id": str(stage_id) if stage_id is not None else None,
-                "stage_type": filters.get("stage_type"),
-                "status": filters.get("status"),
-                "from_date": filters.get("from_date"),
-                "end_date": filters.get("end_date"),
-                "page": page,
-                "page_size": page_size,
-            },
-        )
-        return Page[Task].model_validate(response.json())
+        query = {
+            "stage_id": _id(filters.get("stage_id")),
+            "stage_type": filters.get("stage_type"),
+            "status": filters.get("status"),
+            "from_date": filters.get("from_date"),
+            "end_date": filters.get("end_date"),
+        }
+        return await self._page(Page[Task], "/v1/tasks", page, page_size, query)
 
     async def list_events(
         self, job_id: EntityId, *, page: int = 1, page_size: int = 10
     ) -> Page[Event]:
         """One page (up to 1000) of the job's event history: every status change of the
         job, its stages and its tasks, oldest first."""
-        response = await self._http.request(
-            "GET", f"/v1/jobs/{job_id}/events", params={"page": page, "page_size": page_size}
-        )
-        return Page[Event].model_validate(response.json())
+        return await self._page(Page[Event], f"/v1/jobs/{job_id}/events", page, page_size)
+
+    async def _page(
+        self,
+        kind: type[P],
+        path: str,
+        page: int,
+        page_size: int,
+        query: Mapping[str, ParamValue] | None = None,
+    ) -> P:
+        params = {**(query or {}), "page": page, "page_size": page_size}
+        response = await self._http.request("GET", path, params=params)
+        return kind.model_validate(response.json())
 
     def iter_events(self, job_id: EntityId, *, page_size: int = 100) -> AsyncIterator[Event]:
         """The job's whole event history, oldest first, fetched page by page."""
@@ -340,27 +331,20 @@ class ProducerCalls:
     def iter_jobs(
         self, *, page_size: int = 100, **filters: Unpack[JobFilters]
     ) -> AsyncIterator[Job]:
-        """Every job matching the filters (as for `list_jobs`), fetched page by page as it
-        is consumed."""
-        return iterate_pages(lambda page: self.list_jobs(page=page, page_size=page_size, **filters))
+        """Every job `list_jobs` finds with the filters, fetched page by page as consumed."""
+        return iterate_filtered(self.list_jobs, page_size, filters)
 
     def iter_stages(
         self, *, page_size: int = 100, **filters: Unpack[StageFilters]
     ) -> AsyncIterator[Stage]:
-        """Every stage matching the filters (as for `list_stages`), fetched page by page as
-        it is consumed."""
-        return iterate_pages(
-            lambda page: self.list_stages(page=page, page_size=page_size, **filters)
-        )
+        """Every stage `list_stages` finds with the filters, fetched page by page."""
+        return iterate_filtered(self.list_stages, page_size, filters)
 
     def iter_tasks(
         self, *, page_size: int = 100, **filters: Unpack[TaskFilters]
     ) -> AsyncIterator[Task]:
-        """Every task matching the filters (as for `list_tasks`), fetched page by page as
-        it is consumed."""
-        return iterate_pages(
-            lambda page: self.list_tasks(page=page, page_size=page_size, **filters)
-        )
+        """Every task `list_tasks` finds with the filters, fetched page by page."""
+        return iterate_filtered(self.list_tasks, page_size, filters)
 
     async def wait(
         self,
@@ -409,6 +393,10 @@ def _statuses(status: JobStatus | Sequence[JobStatus] | None) -> list[str] | Non
     if status is None:
         return None
     return [status.value] if isinstance(status, JobStatus) else [s.value for s in status]
+
+
+def _id(entity_id: EntityId | None) -> str | None:
+    return str(entity_id) if entity_id is not None else None
 
 
 def _aware(time: datetime, name: str) -> datetime:
