@@ -14,9 +14,10 @@ from ..db.engine import Database
 from ..db.models import Stage
 from ..dispatch.wakeups import ReadyWaiters
 from ..domain.summary import Summary
-from ..services.pages import PageRequest
+from ..services.pages import CreatedBetween, PageRequest
 from ..settings import Settings
 from .errors import documented_methods
+from .schemas import QueryTime
 
 
 # Async, so FastAPI calls them on the event loop rather than in a worker thread.
@@ -71,6 +72,12 @@ async def get_page(
     return PageRequest(page=page, page_size=page_size)
 
 
+async def get_created(
+    from_date: QueryTime | None = None, end_date: QueryTime | None = None
+) -> CreatedBetween:
+    return CreatedBetween(from_date=from_date, end_date=end_date)
+
+
 @dataclass(frozen=True, slots=True)
 class InlineTasks:
     """How many tasks a read with should_return_tasks=true may answer with its stages:
@@ -98,4 +105,6 @@ async def get_inline_tasks(request: Request) -> InlineTasks:
 DatabaseDep = Annotated[Database, Depends(get_database)]
 InlineTasksDep = Annotated[InlineTasks, Depends(get_inline_tasks)]
 PageDep = Annotated[PageRequest, Depends(get_page)]
+# A list's creation period, `from_date` to `end_date`.
+CreatedDep = Annotated[CreatedBetween, Depends(get_created)]
 WaitersDep = Annotated[ReadyWaiters, Depends(get_waiters)]

@@ -28,7 +28,7 @@ from .cascade import (
 )
 from .history import moved
 from .loading import load_job, load_stage
-from .pages import CreatedBetween, PageRequest, PageResult, matching, paginate
+from .pages import ANY_TIME, CreatedBetween, OwnedList, PageRequest, PageResult, matching, paginate
 from .specs import NewJob
 from .stages import CreatedStage, insert_stage
 from .tracing import new_traceparent
@@ -83,11 +83,11 @@ async def _pass_empty_first_stage(
 
 
 @dataclass(frozen=True, slots=True)
-class JobFilter(CreatedBetween):
+class JobFilter(OwnedList):
     name: str | None = None
-    owner: str | None = None  # a producer's lists hold its own jobs only
     priority: Priority | None = None
     statuses: frozenset[JobStatus] = frozenset()  # any of these; none: any status
+    created: CreatedBetween = ANY_TIME
 
 
 async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageResult[Job]:
@@ -100,7 +100,7 @@ async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageRes
         stmt = stmt.where(Job.status.in_(sorted(f.statuses)))
     if f.owner is not None:
         stmt = stmt.where(Job.owner == f.owner)
-    return await paginate(s, f.narrow(stmt, Job), page)
+    return await paginate(s, f.created.narrow(stmt, Job), page)
 
 
 async def stages_by_job(s: AsyncSession, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[Stage]]:

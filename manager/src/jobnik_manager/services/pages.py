@@ -9,6 +9,8 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..db.models import Job
+
 T = TypeVar("T")
 
 
@@ -37,6 +39,20 @@ def matching(stmt: Select[Any], *conditions: tuple[Any, object]) -> Select[Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnedList:
+    """A list filter's `owner`: a producer's lists hold its own jobs' rows only (None:
+    everyone's)."""
+
+    owner: str | None = None
+
+    def owned(self, stmt: Select[Any], job_id: Any) -> Select[Any]:
+        """`stmt` kept to the rows whose `job_id` column names one of the owner's jobs."""
+        if self.owner is None:
+            return stmt
+        return stmt.where(job_id.in_(select(Job.id).where(Job.owner == self.owner)))
+
+
+@dataclass(frozen=True, slots=True)
 class CreatedBetween:
     """A list filter's creation period: from `from_date` to `end_date`, both included."""
 
@@ -49,6 +65,9 @@ class CreatedBetween:
         if self.end_date is not None:
             stmt = stmt.where(table.creation_time <= self.end_date)
         return stmt
+
+
+ANY_TIME = CreatedBetween()
 
 
 async def paginate(s: AsyncSession, stmt: Select[Any], page: PageRequest) -> PageResult[Any]:

@@ -26,7 +26,7 @@ from .cascade import bump_summary, complete_stage, job_stages, open_stage_for_cl
 from .claimability import claimable_when_created
 from .history import moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
-from .pages import PageRequest, PageResult, matching, paginate
+from .pages import OwnedList, PageRequest, PageResult, matching, paginate
 from .specs import NewStage, NewTask
 from .tracing import new_traceparent, new_traceparents
 
@@ -234,11 +234,10 @@ async def stages_of_job(s: AsyncSession, job_id: uuid.UUID) -> list[Stage]:
 
 
 @dataclass(frozen=True, slots=True)
-class StageFilter:
+class StageFilter(OwnedList):
     job_id: uuid.UUID | None = None
     stage_type: str | None = None
     status: StageStatus | None = None
-    owner: str | None = None  # a producer's lists hold its own jobs' only
 
 
 async def find_stages(s: AsyncSession, f: StageFilter, page: PageRequest) -> PageResult[Stage]:
@@ -248,9 +247,7 @@ async def find_stages(s: AsyncSession, f: StageFilter, page: PageRequest) -> Pag
         (Stage.type, f.stage_type),
         (Stage.status, f.status),
     )
-    if f.owner is not None:
-        stmt = stmt.where(Stage.job_id.in_(select(Job.id).where(Job.owner == f.owner)))
-    return await paginate(s, stmt, page)
+    return await paginate(s, f.owned(stmt, Stage.job_id), page)
 
 
 async def tasks_by_stage(

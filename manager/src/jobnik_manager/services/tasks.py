@@ -8,17 +8,17 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.models import Job, Task
+from ..db.models import Task
 from ..domain.statuses import TaskStatus
-from .pages import CreatedBetween, PageRequest, PageResult, matching, paginate
+from .pages import ANY_TIME, CreatedBetween, OwnedList, PageRequest, PageResult, matching, paginate
 
 
 @dataclass(frozen=True, slots=True)
-class TaskFilter(CreatedBetween):
+class TaskFilter(OwnedList):
     stage_id: uuid.UUID | None = None
     stage_type: str | None = None
     status: TaskStatus | None = None
-    owner: str | None = None  # a producer's lists hold its own jobs' only
+    created: CreatedBetween = ANY_TIME
 
 
 async def find_tasks(s: AsyncSession, f: TaskFilter, page: PageRequest) -> PageResult[Task]:
@@ -28,6 +28,4 @@ async def find_tasks(s: AsyncSession, f: TaskFilter, page: PageRequest) -> PageR
         (Task.stage_type, f.stage_type),
         (Task.status, f.status),
     )
-    if f.owner is not None:
-        stmt = stmt.where(Task.job_id.in_(select(Job.id).where(Job.owner == f.owner)))
-    return await paginate(s, f.narrow(stmt, Task), page)
+    return await paginate(s, f.created.narrow(f.owned(stmt, Task.job_id), Task), page)

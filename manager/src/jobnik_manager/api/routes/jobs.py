@@ -19,7 +19,7 @@ from ...services.loading import load_job
 from ...services.pages import PageRequest
 from ..auth import listing_owner
 from ..create_bodies import CreateRoute, created_task_bodies, new_job, new_stage
-from ..deps import DatabaseDep, InlineTasksDep, PageDep
+from ..deps import CreatedDep, DatabaseDep, InlineTasksDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..presenters import event_body, job_body, job_out, json_response, stage_body
 from ..schemas import (
@@ -30,7 +30,6 @@ from ..schemas import (
     OkMessage,
     Page,
     PriorityChange,
-    QueryTime,
     StageCreate,
     StageOut,
 )
@@ -51,9 +50,8 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=CreateRoute)
 async def find_jobs(
     db: DatabaseDep,
     page: PageDep,
+    created: CreatedDep,
     job_name: Annotated[str | None, Query(min_length=2, max_length=50)] = None,
-    from_date: QueryTime | None = None,
-    end_date: QueryTime | None = None,
     priority: Priority | None = None,
     # Extension: jobs in any of these statuses (`?status=FAILED&status=ABORTED`).
     status: Annotated[list[JobStatus] | None, Query(max_length=len(JobStatus))] = None,
@@ -62,10 +60,9 @@ async def find_jobs(
     f = job_service.JobFilter(
         owner=listing_owner(),
         name=job_name,
-        from_date=from_date,
-        end_date=end_date,
         priority=priority,
         statuses=frozenset(status or ()),
+        created=created,
     )
 
     async def work(s: AsyncSession) -> Page[JobOut]:

@@ -22,7 +22,7 @@ from ...services.leases import Beat, heartbeat, heartbeats
 from ...services.loading import load_task
 from ...services.reports import Report, report, settle
 from ..auth import listing_owner
-from ..deps import DatabaseDep, PageDep, WaitersDep
+from ..deps import CreatedDep, DatabaseDep, PageDep, WaitersDep
 from ..edge import EdgeRoute
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..presenters import (
@@ -48,7 +48,6 @@ from ..schemas import (
     HeartbeatOut,
     HeartbeatResultOut,
     Page,
-    QueryTime,
     TaskEventIn,
     TaskOut,
     TaskStatusReport,
@@ -187,19 +186,17 @@ def _error(exc: DomainError) -> ErrorMessage:
 async def find_tasks(
     db: DatabaseDep,
     page: PageDep,
+    created: CreatedDep,
     stage_id: uuid.UUID | None = None,
     stage_type: Annotated[str | None, Query(min_length=1, max_length=50)] = None,
-    from_date: QueryTime | None = None,
-    end_date: QueryTime | None = None,
     status: TaskStatus | None = None,
 ) -> Page[TaskOut]:
     f = task_service.TaskFilter(
         owner=listing_owner(),
         stage_id=stage_id,
         stage_type=stage_type,
-        from_date=from_date,
-        end_date=end_date,
         status=status,
+        created=created,
     )
 
     async def work(s: AsyncSession) -> Page[TaskOut]:
