@@ -31,19 +31,27 @@ from .history import insert_rows, task_event
 from .loading import load_stages_with_jobs
 
 
-async def claim_tasks(
-    s: AsyncSession,
-    stage_types: Sequence[str],
-    *,
-    limit: int = 1,
-    lease: timedelta | None = None,
-    worker: str | None = None,
-) -> list[Any]:
-    """Claim up to `limit` tasks of these stage types: highest job priority, then oldest.
-    Each row holds the claimed task's columns."""
+@dataclass(frozen=True, slots=True)
+class ClaimAsk:
+    """What a claim asks for: up to `limit` tasks of these stage types, each under a lease
+    of `lease` (by default DEFAULT_LEASE) taken by `worker`."""
+
+    stage_types: Sequence[str]
+    limit: int = 1
+    lease: timedelta | None = None
+    worker: str | None = None
+
+    @property
+    def taken(self) -> timedelta:
+        return self.lease or DEFAULT_LEASE
+
+
+async def claim_tasks(s: AsyncSession, ask: ClaimAsk) -> list[Any]:
+    """Claim the tasks `ask` asks for: highest job priority, then oldest. Each row holds
+    the claimed task's columns."""
     now = now_in(s)
     rows = await claim_rows(
-        s, stage_types, limit, now=now, lease=lease or DEFAULT_LEASE, worker=worker
+        s, ask.stage_types, ask.limit, now=now, lease=ask.taken, worker=ask.worker
     )
     if not rows:
         return []
@@ -86,7 +94,8 @@ async def claim(
     asks for.
     """
     began = time.perf_counter()
-    claimed = await _claim(db, stage_types, limit, lease, worker, with_context)
+    ask = ClaimAsk(stage_types, limit, lease, worker)
+    claimed = await _claim(db, ask, with_context)
     info: dict[str, Any] = {
         observations.CLAIM_TOOK: (",".join(stage_types), time.perf_counter() - began)
     }
@@ -95,22 +104,16 @@ async def claim(
     return claimed
 
 
-async def _claim(
-    db: Database,
-    stage_types: Sequence[str],
-    limit: int,
-    lease: timedelta | None,
-    worker: str | None,
-    with_context: bool,
-) -> Claimed:
+async def _claim(db: Database, ask: ClaimAsk, with_context: bool) -> Claimed:
     if db.is_sqlite:
 
         async def claim_and_read(s: AsyncSession) -> Claimed:
-            rows = await claim_tasks(s, stage_types, limit=limit, lease=lease, worker=worker)
+            rows = await claim_tasks(s, ask)
             return await _with_context(s, rows) if with_context and rows else Claimed(rows)
 
         return await db.transaction(claim_and_read)
-    taken = lease or DEFAULT_LEASE
+    taken = ask.taken
+    stage_types = ask.stage_types
     single = len(stage_types) == 1
     announce = announcing(db.info)
 
@@ -122,11 +125,11 @@ async def _claim(
         now = db.clock.now()
         return {
             "types": stage_types[0] if single else list(stage_types),
-            "n": limit,
+            "n": ask.limit,
             "now": now,
             "expires": now + taken,
             "seconds": taken.total_seconds(),
-            "worker": worker,
+            "worker": ask.worker,
             "principal": principal,
             "time": now.isoformat(),
         }
