@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from jobnik_manager.api.fast_lane import FastLane
+from jobnik_manager.api.fast_lane import FastRoute
 from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings
@@ -31,7 +31,7 @@ VARYING |= {"leaseExpiresAt", "traceparent"}
 @asynccontextmanager
 async def _client_without_fast_lane(db: Database) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(Settings(database_url=db.url), database=db)
-    app.user_middleware = [m for m in app.user_middleware if m.cls is not FastLane]
+    app.router.routes[:] = [r for r in app.router.routes if not isinstance(r, FastRoute)]
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://manager") as c:
         yield c

@@ -17,7 +17,7 @@ from .api.auth import Authenticator
 from .api.deps import documented_method, known_query_only
 from .api.edge import Limits, RequestEdge
 from .api.errors import install_error_handlers, route_methods
-from .api.fast_lane import FastLane
+from .api.fast_lane import install_fast_lane
 from .api.guard import InputGuard
 from .api.openapi import install_openapi
 from .api.routes import health, jobs, stage_types, stages, tasks, tokens, ui
@@ -97,13 +97,13 @@ def create_app(
             module.router,
             dependencies=[Depends(documented_method), Depends(known_query_only)],
         )
-    # The request edge (outermost) reads and parses a body once and the routes' table
-    # resolves a path once, for whichever reader asks first; so the middlewares below
-    # may come in any order. This one is theirs for what each answers first.
+    # The workers' per-task calls skip FastAPI's dependency solving and validation.
+    install_fast_lane(app)
+    # The request edge (added last: outermost) reads and parses a body once, and the
+    # one RouteTemplates resolves a path once, for whichever reader asks first: the
+    # order of the middlewares below decides only which refusal a request meets first.
     routes = app.state.routes = RouteTemplates(app.state.route_methods)
     limits = Limits(settings.max_body_bytes, settings.max_body_values)
-    # The v1 dequeue and task report skip FastAPI's routing and dependency solving here.
-    app.add_middleware(FastLane, api=app)
     # What no route may take is refused before any sees it.
     app.add_middleware(InputGuard, limits=limits)
     if settings.auth == "on":  # outside the guard: who asks is known first

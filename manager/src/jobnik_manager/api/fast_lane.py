@@ -1,28 +1,30 @@
-"""The calls workers make per task, taken past FastAPI's routing.
+"""The calls workers make per task, as plain Starlette routes ahead of FastAPI's.
 
 `PATCH /v1/stages/{stageType}/tasks/dequeue` and `PUT /v1/tasks/{taskId}/status` are
 nearly all of a v1 worker's traffic; `POST /v1/tasks/claim` and `POST /v1/tasks/reports`
-nearly all of an SDK worker's. FastAPI's routing (every route's pattern tried in turn),
-dependency solving and exception middleware cost as much CPU as the statement each
-runs, and sit between a woken worker and its task. This middleware matches those paths
-itself, checks the request as the route would, and calls the route's own function; it
-takes only a request that route would accept as it stands: no query parameters, and
-for the others a JSON body that the route's model validates. Anything else (other
-routes, query parameters, other content types, invalid input) goes on to FastAPI
-untouched, so it is answered as before, errors included. The errors the route
-functions raise are answered by the app's own exception handlers, found as Starlette
-finds them; what none handles goes up to the server error middleware, as from a route.
+nearly all of an SDK worker's. FastAPI's dependency solving and validation of a request
+cost as much CPU as the statement each runs (the v1 drain takes nearly twice the
+manager's CPU per task through them), and sit between a woken worker and its task.
+Each of these routes takes only a request that its FastAPI route would accept as it
+stands: no query parameters, path parameters the route's own checks pass, and for the
+others a JSON body (as the edge parsed it, api/edge.py) that the route's model
+validates; it calls the route's own function with it. Anything else it hands back to
+the app's router, which passes the fast routes by this time and finds the FastAPI route,
+which answers it as ever, errors included. Being routes of the app's
+router, they are matched by it, and what their functions raise is answered by the app's
+exception handlers as from any route.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from pydantic import TypeAdapter, ValidationError
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import Match, Route, Router
+from starlette.types import Receive, Scope, Send
 
 from ..db.engine import Database
 from ..dispatch.wakeups import ReadyWaiters
@@ -32,96 +34,92 @@ from .routes.stages import dequeue
 from .routes.tasks import claim_batch, report_batch, report_task_status
 from .schemas import BatchReport, ClaimRequest, Inbound, TaskStatusReport
 
-# Path parameters as Starlette's `{name}` matches them: one segment, not empty.
-_DEQUEUE = re.compile(r"/v1/stages/([^/]+)/tasks/dequeue")
-_STATUS = re.compile(r"/v1/tasks/([^/]+)/status")
 _MAX_STAGE_TYPE = 50  # the dequeue route's Path(max_length=50)
 _task_id = TypeAdapter(uuid.UUID)
 M = TypeVar("M", bound=Inbound)
-_CLAIM, _REPORTS = "/v1/tasks/claim", "/v1/tasks/reports"
+# What a fast route's function answers with: the route function's call, or None to hand
+# the request to the FastAPI route.
+Take = Callable[[Scope, Receive], Awaitable[Awaitable[Response] | None]]
+_PASSED = "jobnik.fast_lane.passed"  # handed on: the router is to pass the fast routes by
 
 
-class FastLane:
-    def __init__(self, app: ASGIApp, api: FastAPI) -> None:
-        self.app = app
-        self.api = api
+def install_fast_lane(app: FastAPI) -> None:
+    """Put the fast routes ahead of FastAPI's in `app`'s router."""
+    takes: dict[tuple[str, str], Take] = {
+        # In the order the router tries them: an SDK worker's calls first.
+        ("/v1/tasks/claim", "POST"): _claim,
+        ("/v1/tasks/reports", "POST"): _reports,
+        ("/v1/tasks/{taskId}/status", "PUT"): _report,
+        ("/v1/stages/{stageType}/tasks/dequeue", "PATCH"): _dequeue,
+    }
+    documented: dict[str, frozenset[str]] = app.state.route_methods
+    for (path, method), _ in takes.items():
+        assert method.lower() in documented.get(path, ()), f"no route {method} {path}"
+    fast = [FastRoute(path, method, take, app.router) for (path, method), take in takes.items()]
+    app.router.routes[0:0] = fast
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope.get("root_path"):
-            method = scope["method"]
-            if method == "PATCH" and not scope["query_string"]:
-                if (m := _DEQUEUE.fullmatch(scope["path"])) and len(m[1]) <= _MAX_STAGE_TYPE:
-                    await self._answer(scope, receive, send, dequeue(self._db(), m[1]))
-                    return
-            elif method == "PUT" and (m := _STATUS.fullmatch(scope["path"])):
-                await self._report(scope, receive, send, m[1])
-                return
-            elif method == "POST" and not scope["query_string"]:
-                if scope["path"] == _CLAIM:
-                    await self._claim(scope, receive, send)
-                    return
-                if scope["path"] == _REPORTS:
-                    await self._reports(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
 
-    def _db(self) -> Database:
-        db: Database = self.api.state.database
-        return db
+class FastRoute(Route):
+    def __init__(self, path: str, method: str, take: Take, router: Router) -> None:
+        super().__init__(path, _unused, methods=[method], include_in_schema=False)
+        self.take = take
+        self.router = router
 
-    async def _claim(self, scope: Scope, receive: Receive, send: Send) -> None:
-        payload = await self._parsed(scope, receive, send, ClaimRequest)
-        if payload is None:
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if _PASSED in scope:
+            return Match.NONE, {}
+        return super().matches(scope)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        work = None if scope["query_string"] else await self.take(scope, receive)
+        if work is None:
+            # To FastAPI's route, as though this one were not there.
+            scope[_PASSED] = True
+            await self.router(scope, receive, send)
             return
-        waiters: ReadyWaiters = self.api.state.waiters
-        # A long poll asks the request whether its client is still there.
-        request = Request(scope, receive)
-        await self._answer(scope, receive, send, claim_batch(request, self._db(), waiters, payload))
-
-    async def _reports(self, scope: Scope, receive: Receive, send: Send) -> None:
-        payload = await self._parsed(scope, receive, send, BatchReport)
-        if payload is not None:
-            await self._answer(scope, receive, send, report_batch(self._db(), payload))
-
-    async def _report(self, scope: Scope, receive: Receive, send: Send, task_id: str) -> None:
-        try:
-            taskId = _task_id.validate_python(task_id)
-        except ValidationError:
-            await self.app(scope, receive, send)  # the route words the error
-            return
-        payload = await self._parsed(scope, receive, send, TaskStatusReport)
-        if payload is not None:
-            work = report_task_status(self._db(), taskId, payload)
-            await self._answer(scope, receive, send, work)
-
-    async def _parsed(self, scope: Scope, receive: Receive, send: Send, model: type[M]) -> M | None:
-        """The body as `model`; or None, the request having gone on to the routes (which
-        word every error as the API does)."""
-        payload = await _payload(scope, model)
-        if payload is None:
-            await self.app(scope, receive, send)
-        return payload
-
-    async def _answer(self, scope: Scope, receive: Receive, send: Send, work: Any) -> None:
-        try:
-            response: Response = await work
-        except Exception as exc:
-            handler = _handler(self.api, exc)
-            if handler is None:
-                raise  # to the server error middleware, as from a route
-            response = await handler(Request(scope, receive), exc)
+        # What the route function raises goes, as from any route, to the app's exception
+        # middleware around the router, and so to the app's handlers.
+        response = await work
         await response(scope, receive, send)
 
 
-def _handler(api: FastAPI, exc: Exception) -> Any:
-    """The app's handler of `exc` as Starlette's exception middleware finds it; the one
-    of Exception belongs to the server error middleware, as in FastAPI's stack."""
-    for cls in type(exc).__mro__:
-        if cls is Exception:
-            return None
-        if cls in api.exception_handlers:
-            return api.exception_handlers[cls]
-    return None
+async def _unused(request: Request) -> Response:
+    raise AssertionError("a fast route answers in its handle()")  # pragma: no cover
+
+
+def _db(scope: Scope) -> Database:
+    db: Database = scope["app"].state.database
+    return db
+
+
+async def _dequeue(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
+    stage_type: str = scope["path_params"]["stageType"]
+    if len(stage_type) > _MAX_STAGE_TYPE:
+        return None
+    return dequeue(_db(scope), stage_type)
+
+
+async def _report(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
+    try:
+        task_id = _task_id.validate_python(scope["path_params"]["taskId"])
+    except ValidationError:
+        return None  # the route words the error
+    payload = await _payload(scope, TaskStatusReport)
+    return None if payload is None else report_task_status(_db(scope), task_id, payload)
+
+
+async def _claim(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
+    payload = await _payload(scope, ClaimRequest)
+    if payload is None:
+        return None
+    waiters: ReadyWaiters = scope["app"].state.waiters
+    # A long poll asks the request whether its client is still there.
+    return claim_batch(Request(scope, receive), _db(scope), waiters, payload)
+
+
+async def _reports(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
+    payload = await _payload(scope, BatchReport)
+    return None if payload is None else report_batch(_db(scope), payload)
 
 
 async def _payload(scope: Scope, model: type[M]) -> M | None:
@@ -134,7 +132,7 @@ async def _payload(scope: Scope, model: type[M]) -> M | None:
     body = await edge.body()
     if body.read is not Read.COMPLETE or not body.data:
         return None
-    value = edge.parsed()
+    value: Any = edge.parsed()
     if isinstance(value, (Refusal, Unreadable)):
         return None
     try:
