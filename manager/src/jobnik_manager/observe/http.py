@@ -88,6 +88,23 @@ class RequestMetrics:
             else:
                 await self.app(scope, receive, sent)
         finally:
-            method = scope["method"]
-            HTTP_REQUESTS.labels(method, route, str(status)).inc()
-            HTTP_SECONDS.labels(method, route).observe(time.perf_counter() - began)
+            _record(scope["method"], route, status, time.perf_counter() - began)
+
+
+# The series of each method, route and status, as `labels` finds them (which costs as
+# much as the rest of the counting): there are as many as the registry holds.
+_requests: dict[tuple[str, str, int], Any] = {}
+_seconds: dict[tuple[str, str], Any] = {}
+
+
+def _record(method: str, route: str, status: int, seconds: float) -> None:
+    counter = _requests.get((method, route, status))
+    if counter is None:
+        counter = _requests[method, route, status] = HTTP_REQUESTS.labels(
+            method, route, str(status)
+        )
+    counter.inc()
+    histogram = _seconds.get((method, route))
+    if histogram is None:
+        histogram = _seconds[method, route] = HTTP_SECONDS.labels(method, route)
+    histogram.observe(seconds)
