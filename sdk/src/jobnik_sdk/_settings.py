@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Self
+from typing import Any, ClassVar, Self, overload
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
@@ -62,6 +62,24 @@ def check_worker_options(
 
 def _seconds(value: float) -> timedelta:
     return timedelta(seconds=value)
+
+
+class _Duration:
+    """A read-only `timedelta` view of a settings field in seconds, as the Worker takes
+    it: `lease = _Duration("lease_seconds")`."""
+
+    def __init__(self, field: str) -> None:
+        self._field = field
+        self.__doc__ = f"`{field}` as the Worker takes it."
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> _Duration: ...
+    @overload
+    def __get__(self, obj: object, owner: type[Any]) -> timedelta: ...
+    def __get__(self, obj: object | None, owner: type[Any]) -> _Duration | timedelta:
+        if obj is None:
+            return self
+        return _seconds(getattr(obj, self._field))
 
 
 class WorkerSettings(BaseModel):
@@ -181,30 +199,11 @@ class WorkerSettings(BaseModel):
                 values[field_name] = found
         return cls.model_validate(values)
 
-    @property
-    def lease(self) -> timedelta:
-        """`lease_seconds` as the Worker takes it."""
-        return _seconds(self.lease_seconds)
-
-    @property
-    def heartbeat_interval(self) -> timedelta:
-        """`heartbeat_seconds` as the Worker takes it."""
-        return _seconds(self.heartbeat_seconds)
-
-    @property
-    def shutdown_grace(self) -> timedelta:
-        """`shutdown_grace_seconds` as the Worker takes it."""
-        return _seconds(self.shutdown_grace_seconds)
-
-    @property
-    def claim_wait(self) -> timedelta:
-        """`claim_wait_seconds` as the Worker takes it."""
-        return _seconds(self.claim_wait_seconds)
-
-    @property
-    def safety_poll(self) -> timedelta:
-        """`safety_poll_seconds` as the Worker takes it."""
-        return _seconds(self.safety_poll_seconds)
+    lease: ClassVar[_Duration] = _Duration("lease_seconds")
+    heartbeat_interval: ClassVar[_Duration] = _Duration("heartbeat_seconds")
+    shutdown_grace: ClassVar[_Duration] = _Duration("shutdown_grace_seconds")
+    claim_wait: ClassVar[_Duration] = _Duration("claim_wait_seconds")
+    safety_poll: ClassVar[_Duration] = _Duration("safety_poll_seconds")
 
     @property
     def poll_backoff(self) -> Backoff:
