@@ -9,7 +9,6 @@ answer within 300 ms; the script exits 1 when one does not.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -17,7 +16,7 @@ import time
 from typing import Any
 
 import httpx
-from bench_rows import TRACEPARENT, fresh_database, get_times, manager_client
+from bench_rows import TRACEPARENT, bench_args, fresh_database, get_times, manager_client
 from sqlalchemy import text
 
 from jobnik_manager.db.engine import Database
@@ -99,10 +98,7 @@ async def timed(client: httpx.AsyncClient, url: str, runs: int) -> tuple[float, 
 
 
 async def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=20)
-    args = parser.parse_args()
+    args = bench_args(__doc__, jobs=100_000, runs=20)
     db = Database(await fresh_database(NAME))
     began = time.perf_counter()
     await fill(db, args.jobs)

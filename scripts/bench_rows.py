@@ -4,6 +4,7 @@ time, served in-process on that database."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 import uuid
@@ -49,6 +50,15 @@ async def add_job_and_stage(
         )
     )
     return job_id, stage_id
+
+
+def bench_args(doc: str, **counts: int) -> argparse.Namespace:
+    """The command line of a benchmark that `doc` describes (its first paragraph is the
+    help): a whole-number option `--NAME` for each of `counts`, by default its value."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    for name, default in counts.items():
+        parser.add_argument(f"--{name}", type=int, default=default)
+    return parser.parse_args()
 
 
 async def fresh_database(name: str) -> str:

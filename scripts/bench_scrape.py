@@ -10,7 +10,6 @@ its cost should not grow with the tables: the figure to watch is the ratio.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import time
@@ -20,6 +19,7 @@ import httpx
 from bench_rows import (
     TRACEPARENT,
     add_job_and_stage,
+    bench_args,
     fresh_database,
     get_times,
     manager_client,
@@ -90,10 +90,7 @@ async def scrapes(client: httpx.AsyncClient, n: int) -> float:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=int, default=1_000_000)
-    parser.add_argument("--scrapes", type=int, default=50)
-    args = parser.parse_args()
+    args = bench_args(__doc__, tasks=1_000_000, scrapes=50)
     db = Database(await fresh_database(NAME))
     async with manager_client(db) as client:
         # The same work first on a database emptied after it: both scrapes then answer
