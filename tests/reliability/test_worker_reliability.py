@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,16 @@ def profile(
 def admin(profile: Deployment) -> httpx.AsyncClient:
     """The test's own calls: creating, steering and reading jobs."""
     return httpx.AsyncClient(base_url=profile.url, headers=profile.headers("admin"))
+
+
+@asynccontextmanager
+async def scene(profile: Deployment) -> AsyncIterator[tuple[ExitStack, httpx.AsyncClient]]:
+    """A test's stack (the workers it starts, stopped as it ends) and its admin client;
+    once all is stopped, the database must keep its invariants."""
+    with ExitStack() as stack:
+        async with admin(profile) as http:
+            yield stack, http
+    await assert_invariants_at(profile.database_url)
 
 
 @contextmanager
@@ -161,31 +171,29 @@ async def test_a_sigkilled_workers_task_is_reclaimed_and_its_late_report_refused
     profile: Deployment, tmp_path: Path
 ) -> None:
     kind = unique("kill")
-    with ExitStack() as stack:
-        async with admin(profile) as http:
-            job_id, task_id, victim = await one_task_running(
-                stack, profile, http, kind, tmp_path, "victim", max_attempts=3, MARKER_LEASE="2"
-            )
-            held = (await http.get(f"/v1/tasks/{task_id}")).json()
-            assert held["worker"] == "victim" and held["status"] == "IN_PROGRESS"
-            victim.send_signal(signal.SIGKILL)
-            victim.wait()
+    async with scene(profile) as (stack, http):
+        job_id, task_id, victim = await one_task_running(
+            stack, profile, http, kind, tmp_path, "victim", max_attempts=3, MARKER_LEASE="2"
+        )
+        held = (await http.get(f"/v1/tasks/{task_id}")).json()
+        assert held["worker"] == "victim" and held["status"] == "IN_PROGRESS"
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
 
-            stack.enter_context(marker_worker(profile, kind, tmp_path, "rescuer", MARKER_LEASE="2"))
-            done = await until_task_completed(http, task_id)
-            assert done["worker"] == "rescuer" and done["attempts"] == 1
-            late = await http.put(
-                f"/v1/tasks/{task_id}/status",
-                json={"status": "COMPLETED", "leaseId": held["leaseId"]},
-            )
-            assert late.status_code == 409 and late.json()["code"] == "LEASE_LOST"
+        stack.enter_context(marker_worker(profile, kind, tmp_path, "rescuer", MARKER_LEASE="2"))
+        done = await until_task_completed(http, task_id)
+        assert done["worker"] == "rescuer" and done["attempts"] == 1
+        late = await http.put(
+            f"/v1/tasks/{task_id}/status",
+            json={"status": "COMPLETED", "leaseId": held["leaseId"]},
+        )
+        assert late.status_code == 409 and late.json()["code"] == "LEASE_LOST"
 
-            log = await handed_over(http, job_id, task_id, "victim", "rescuer")
-            assert log[2]["reason"] == "lease expired"
-            # Reaped once its lease had run out, not before.
-            expiry = datetime.fromisoformat(held["leaseExpiresAt"])
-            assert expiry <= datetime.fromisoformat(log[2]["time"])
-    await assert_invariants_at(profile.database_url)
+        log = await handed_over(http, job_id, task_id, "victim", "rescuer")
+        assert log[2]["reason"] == "lease expired"
+        # Reaped once its lease had run out, not before.
+        expiry = datetime.fromisoformat(held["leaseExpiresAt"])
+        assert expiry <= datetime.fromisoformat(log[2]["time"])
 
 
 async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
@@ -196,25 +204,23 @@ async def test_sigterm_hands_a_last_attempt_back_to_another_worker(
     its attempts unchanged, another worker completes it, the job completes, and the
     stopped worker exits 0."""
     kind = unique("term")
-    with ExitStack() as stack:
-        async with admin(profile) as http:
-            job_id, task_id, leaving = await one_task_running(
-                stack, profile, http, kind, tmp_path, "leaving", max_attempts=1, MARKER_GRACE="0.5"
-            )
-            leaving.send_signal(signal.SIGTERM)
-            # It exits of itself once the grace period is over, well before the handler's
-            # own end; the bound only keeps a failing test from hanging.
-            assert leaving.wait(timeout=15) == 0
-            assert task_id in markers_of(tmp_path, "cancelled")
-            assert task_id not in markers_of(tmp_path, "finished")
+    async with scene(profile) as (stack, http):
+        job_id, task_id, leaving = await one_task_running(
+            stack, profile, http, kind, tmp_path, "leaving", max_attempts=1, MARKER_GRACE="0.5"
+        )
+        leaving.send_signal(signal.SIGTERM)
+        # It exits of itself once the grace period is over, well before the handler's
+        # own end; the bound only keeps a failing test from hanging.
+        assert leaving.wait(timeout=15) == 0
+        assert task_id in markers_of(tmp_path, "cancelled")
+        assert task_id not in markers_of(tmp_path, "finished")
 
-            stack.enter_context(marker_worker(profile, kind, tmp_path, "staying"))
-            done = await until_task_completed(http, task_id)
-            assert done["worker"] == "staying" and done["attempts"] == 0
-            assert (await http.get(f"/v1/jobs/{job_id}")).json()["status"] == "COMPLETED"
-            log = await handed_over(http, job_id, task_id, "leaving", "staying")
-            assert log[2]["reason"].startswith("handed back")
-    await assert_invariants_at(profile.database_url)
+        stack.enter_context(marker_worker(profile, kind, tmp_path, "staying"))
+        done = await until_task_completed(http, task_id)
+        assert done["worker"] == "staying" and done["attempts"] == 0
+        assert (await http.get(f"/v1/jobs/{job_id}")).json()["status"] == "COMPLETED"
+        log = await handed_over(http, job_id, task_id, "leaving", "staying")
+        assert log[2]["reason"].startswith("handed back")
 
 
 async def paired_workers_running(
@@ -245,16 +251,14 @@ async def test_one_sigint_stops_both_workers_of_a_process(
 ) -> None:
     """Ctrl+C on a process running two Workers: both finish their running task, and the
     process exits 0 (it used to stop one of them and then ignore every signal)."""
-    with ExitStack() as stack:
-        async with admin(profile) as http:
-            task_ids, proc = await paired_workers_running(stack, profile, http, tmp_path, 1)
-            proc.send_signal(signal.SIGINT)
-            # The bound only keeps a failing test from hanging: the tasks end within 1 s.
-            assert proc.wait(timeout=10) == 0
-            assert set(markers_of(tmp_path, "finished")) == set(task_ids)
-            for task_id in task_ids:
-                assert (await http.get(f"/v1/tasks/{task_id}")).json()["status"] == "COMPLETED"
-    await assert_invariants_at(profile.database_url)
+    async with scene(profile) as (stack, http):
+        task_ids, proc = await paired_workers_running(stack, profile, http, tmp_path, 1)
+        proc.send_signal(signal.SIGINT)
+        # The bound only keeps a failing test from hanging: the tasks end within 1 s.
+        assert proc.wait(timeout=10) == 0
+        assert set(markers_of(tmp_path, "finished")) == set(task_ids)
+        for task_id in task_ids:
+            assert (await http.get(f"/v1/tasks/{task_id}")).json()["status"] == "COMPLETED"
 
 
 async def test_sigterm_after_sigint_stops_both_workers_at_once(
@@ -263,66 +267,60 @@ async def test_sigterm_after_sigint_stops_both_workers_at_once(
     """Two Workers in one process with an hour of grace: SIGINT has both wait for their
     running task; a SIGTERM then cancels both handlers, both tasks are handed back with
     no attempt spent, and the process exits 0."""
-    with ExitStack() as stack:
-        async with admin(profile) as http:
-            task_ids, proc = await paired_workers_running(
-                stack, profile, http, tmp_path, 60, MARKER_GRACE="3600"
-            )
-            proc.send_signal(signal.SIGINT)
-            await asyncio.sleep(0.5)
-            assert proc.poll() is None, "the first signal waits for the running tasks"
-            assert not markers_of(tmp_path, "cancelled")
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
-            assert set(markers_of(tmp_path, "cancelled")) == set(task_ids)
-            for task_id in task_ids:
-                task = (await http.get(f"/v1/tasks/{task_id}")).json()
-                assert (task["status"], task["attempts"]) == ("RETRIED", 0)
-    await assert_invariants_at(profile.database_url)
+    async with scene(profile) as (stack, http):
+        task_ids, proc = await paired_workers_running(
+            stack, profile, http, tmp_path, 60, MARKER_GRACE="3600"
+        )
+        proc.send_signal(signal.SIGINT)
+        await asyncio.sleep(0.5)
+        assert proc.poll() is None, "the first signal waits for the running tasks"
+        assert not markers_of(tmp_path, "cancelled")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert set(markers_of(tmp_path, "cancelled")) == set(task_ids)
+        for task_id in task_ids:
+            task = (await http.get(f"/v1/tasks/{task_id}")).json()
+            assert (task["status"], task["attempts"]) == ("RETRIED", 0)
 
 
 async def test_abort_reaches_running_handlers_within_one_heartbeat(
     profile: Deployment, tmp_path: Path
 ) -> None:
     kind = unique("abort")
-    with ExitStack() as stack:
-        async with admin(profile) as http:
-            job = await job_with_tasks(http, kind, [60] * 6)
-            stack.enter_context(
-                marker_worker(
-                    profile, kind, tmp_path, "w", MARKER_CONCURRENCY="4", MARKER_LEASE="5"
-                )
-            )
-            await until_marked(tmp_path, "started", 4)
-            response = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
-            assert response.status_code == 200
-            cancelled = await until_marked(tmp_path, "cancelled", 4)
-            # The first heartbeat whose answer asked to cancel them cancelled all four
-            # handlers, before another heartbeat was answered.
-            asked = markers_of(tmp_path, "cancel-asked")
-            (beat,) = {asked[task] for task in cancelled}
-            assert cancelled == dict.fromkeys(cancelled, beat)
-            await asyncio.sleep(2 * HEARTBEAT)  # the worker keeps polling meanwhile
-            assert len(markers_of(tmp_path, "started")) == 4  # nothing more was handed out
-            assert not markers_of(tmp_path, "finished")
+    async with scene(profile) as (stack, http):
+        job = await job_with_tasks(http, kind, [60] * 6)
+        stack.enter_context(
+            marker_worker(profile, kind, tmp_path, "w", MARKER_CONCURRENCY="4", MARKER_LEASE="5")
+        )
+        await until_marked(tmp_path, "started", 4)
+        response = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "ABORTED"})
+        assert response.status_code == 200
+        cancelled = await until_marked(tmp_path, "cancelled", 4)
+        # The first heartbeat whose answer asked to cancel them cancelled all four
+        # handlers, before another heartbeat was answered.
+        asked = markers_of(tmp_path, "cancel-asked")
+        (beat,) = {asked[task] for task in cancelled}
+        assert cancelled == dict.fromkeys(cancelled, beat)
+        await asyncio.sleep(2 * HEARTBEAT)  # the worker keeps polling meanwhile
+        assert len(markers_of(tmp_path, "started")) == 4  # nothing more was handed out
+        assert not markers_of(tmp_path, "finished")
 
-            got = (
-                await http.get(f"/v1/jobs/{job['id']}", params={"should_return_stages": True})
-            ).json()
-            assert got["status"] == "ABORTED" and got["stages"][0]["status"] == "ABORTED"
-            tasks = (await http.get(f"/v1/stages/{got['stages'][0]['id']}/tasks")).json()
-            assert {t["status"] for t in tasks["items"]} == {"ABORTED"}
-            log = await events(http, job["id"])
-            aborts = [e for e in log if e["toStatus"] == "ABORTED"]
-            assert count_by_source(aborts) == {
-                ("JOB", "IN_PROGRESS"): 1,
-                ("STAGE", "IN_PROGRESS"): 1,
-                ("TASK", "IN_PROGRESS"): 4,
-                ("TASK", "PENDING"): 2,
-            }
-            last_abort = max(e["id"] for e in aborts)
-            assert not [e for e in log if e["id"] > last_abort]
-    await assert_invariants_at(profile.database_url)
+        got = (
+            await http.get(f"/v1/jobs/{job['id']}", params={"should_return_stages": True})
+        ).json()
+        assert got["status"] == "ABORTED" and got["stages"][0]["status"] == "ABORTED"
+        tasks = (await http.get(f"/v1/stages/{got['stages'][0]['id']}/tasks")).json()
+        assert {t["status"] for t in tasks["items"]} == {"ABORTED"}
+        log = await events(http, job["id"])
+        aborts = [e for e in log if e["toStatus"] == "ABORTED"]
+        assert count_by_source(aborts) == {
+            ("JOB", "IN_PROGRESS"): 1,
+            ("STAGE", "IN_PROGRESS"): 1,
+            ("TASK", "IN_PROGRESS"): 4,
+            ("TASK", "PENDING"): 2,
+        }
+        last_abort = max(e["id"] for e in aborts)
+        assert not [e for e in log if e["id"] > last_abort]
 
 
 def count_by_source(items: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
@@ -337,42 +335,40 @@ async def test_pause_lets_running_tasks_finish_and_resume_completes_the_job(
     profile: Deployment, tmp_path: Path
 ) -> None:
     first, second = unique("p1"), unique("p2")
-    with ExitStack() as stack:
-        async with admin(profile) as http:
-            body = {
-                "name": unique("pause"),
-                "data": {},
-                "stages": [
-                    {"type": first, "data": {}, "tasks": [{"data": {"seconds": 1.5}}] * 3},
-                    {"type": second, "data": {}, "tasks": [{"data": {"seconds": 0}}] * 2},
-                ],
-            }
-            job = (await http.post("/v1/jobs", json=body)).json()
-            stack.enter_context(
-                marker_worker(profile, f"{first},{second}", tmp_path, "w", MARKER_CONCURRENCY="3")
-            )
-            await until_marked(tmp_path, "started", 3)
-            paused = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "PAUSED"})
-            assert paused.status_code == 200
+    async with scene(profile) as (stack, http):
+        body = {
+            "name": unique("pause"),
+            "data": {},
+            "stages": [
+                {"type": first, "data": {}, "tasks": [{"data": {"seconds": 1.5}}] * 3},
+                {"type": second, "data": {}, "tasks": [{"data": {"seconds": 0}}] * 2},
+            ],
+        }
+        job = (await http.post("/v1/jobs", json=body)).json()
+        stack.enter_context(
+            marker_worker(profile, f"{first},{second}", tmp_path, "w", MARKER_CONCURRENCY="3")
+        )
+        await until_marked(tmp_path, "started", 3)
+        paused = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "PAUSED"})
+        assert paused.status_code == 200
 
-            async def stage_one_done() -> bool:
-                st = (await http.get(f"/v1/stages/{job['stages'][0]['id']}")).json()
-                return st["status"] == "COMPLETED"
+        async def stage_one_done() -> bool:
+            st = (await http.get(f"/v1/stages/{job['stages'][0]['id']}")).json()
+            return st["status"] == "COMPLETED"
 
-            await until(stage_one_done, "the running tasks to be recorded")
-            await asyncio.sleep(1)  # the worker keeps polling; stage two must not start
-            got = (
-                await http.get(f"/v1/jobs/{job['id']}", params={"should_return_stages": True})
-            ).json()
-            assert got["status"] == "PAUSED"
-            assert got["stages"][1]["summary"]["pending"] == 2
-            assert len(markers_of(tmp_path, "finished")) == 3
-            resumed = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "PENDING"})
-            assert resumed.status_code == 200
+        await until(stage_one_done, "the running tasks to be recorded")
+        await asyncio.sleep(1)  # the worker keeps polling; stage two must not start
+        got = (
+            await http.get(f"/v1/jobs/{job['id']}", params={"should_return_stages": True})
+        ).json()
+        assert got["status"] == "PAUSED"
+        assert got["stages"][1]["summary"]["pending"] == 2
+        assert len(markers_of(tmp_path, "finished")) == 3
+        resumed = await http.put(f"/v1/jobs/{job['id']}/status", json={"status": "PENDING"})
+        assert resumed.status_code == 200
 
-            async def job_done() -> bool:
-                return (await http.get(f"/v1/jobs/{job['id']}")).json()["status"] == "COMPLETED"
+        async def job_done() -> bool:
+            return (await http.get(f"/v1/jobs/{job['id']}")).json()["status"] == "COMPLETED"
 
-            await until(job_done, "the job to complete")
-            assert len(markers_of(tmp_path, "finished")) == 5
-    await assert_invariants_at(profile.database_url)
+        await until(job_done, "the job to complete")
+        assert len(markers_of(tmp_path, "finished")) == 5
