@@ -250,18 +250,22 @@ function jobsPage(params) {
       h("td", { class: "hide-narrow" }, when(job.updateTime))));
     keepFocus(() => results.replaceChildren(
       h("p", { class: "muted" }, data.total ? `Jobs ${first}–${last} of ${data.total}` : "No jobs match."),
-      h("div", { class: "table-wrap" }, h("table", {},
-        h("caption", { class: "visually-hidden" }, "Jobs"),
-        h("thead", {}, h("tr", {},
-          h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Status"),
-          h("th", { scope: "col", class: "hide-narrow" }, "Priority"), h("th", { scope: "col" }, "Progress"),
-          h("th", { scope: "col", class: "hide-narrow" }, "Created"),
-          h("th", { scope: "col", class: "hide-narrow" }, "Updated"))),
-        h("tbody", {}, rows))),
+      listTable(["Name", "Status", { narrow: "Priority" }, "Progress", { narrow: "Created" }, { narrow: "Updated" }], rows, "Jobs"),
       pager(filters.page, pages, (page) => go({ page }), "jobs")));
     say(data.total ? `${data.total} jobs; page ${filters.page} of ${pages}` : "No jobs match");
   }
   return { refresh };
+}
+
+// A list's rows as a table under `columns`, its headings: one given as { narrow: "Name" }
+// is hidden on a narrow screen, as its cells are.
+function listTable(columns, rows, caption) {
+  return h("div", { class: "table-wrap" }, h("table", {},
+    caption ? h("caption", { class: "visually-hidden" }, caption) : null,
+    h("thead", {}, h("tr", {}, columns.map((c) => typeof c === "string"
+      ? h("th", { scope: "col" }, c)
+      : h("th", { scope: "col", class: "hide-narrow" }, c.narrow)))),
+    h("tbody", {}, rows)));
 }
 
 function pager(page, pages, goTo, key) {
@@ -389,10 +393,7 @@ function jobPage(jobId) {
       h("td", { class: "hide-narrow" }, when(t.endTime))));
     tasksBox.replaceChildren(
       h("h2", { id: "tasks-heading" }, `Tasks of stage ${stage.order} (${data.total})`),
-      h("div", { class: "table-wrap" }, h("table", {},
-        h("thead", {}, h("tr", {}, ["Task", "Status", "Attempts", "Worker", "Reason", "Result"].map((c) => h("th", { scope: "col" }, c)),
-          h("th", { scope: "col", class: "hide-narrow" }, "Started"), h("th", { scope: "col", class: "hide-narrow" }, "Ended"))),
-        h("tbody", {}, rows))),
+      listTable(["Task", "Status", "Attempts", "Worker", "Reason", "Result", { narrow: "Started" }, { narrow: "Ended" }], rows),
       pager(state.tasksPage, pages, (p) => { state.tasksPage = p; refresh(); }, "tasks"));
   }
 
@@ -414,10 +415,7 @@ function jobPage(jobId) {
       h("td", { class: "hide-narrow" }, e.reason || "—")));
     eventsBox.replaceChildren(
       h("h2", { id: "events-heading" }, `History (${data.total} events)`),
-      h("div", { class: "table-wrap" }, h("table", {},
-        h("thead", {}, h("tr", {}, ["Time", "Of", "Id", "Change"].map((c) => h("th", { scope: "col" }, c)),
-          h("th", { scope: "col", class: "hide-narrow" }, "Worker"), h("th", { scope: "col", class: "hide-narrow" }, "Reason"))),
-        h("tbody", {}, rows))),
+      listTable(["Time", "Of", "Id", "Change", { narrow: "Worker" }, { narrow: "Reason" }], rows),
       pager(state.eventsPage, pages, (p) => { state.eventsPage = p; refresh(); }, "events"));
   }
 
@@ -476,10 +474,7 @@ function stageTypesPage() {
       h("td", { class: "num failed" }, t.failed),
       h("td", { class: "num" }, age(t.oldestWaitingSeconds))));
     keepFocus(() => box.replaceChildren(data.items.length
-      ? h("div", { class: "table-wrap" }, h("table", {},
-        h("caption", { class: "visually-hidden" }, "Stage types"),
-        h("thead", {}, h("tr", {}, ["Stage type", "Waiting", "In flight", "Lease expiring", "Failed", "Oldest waiting"].map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody", {}, rows)))
+      ? listTable(["Stage type", "Waiting", "In flight", "Lease expiring", "Failed", "Oldest waiting"], rows, "Stage types")
       : h("p", {}, "No stage has work to hand out.")));
     say(`${data.total} stage types with work`);
   }
