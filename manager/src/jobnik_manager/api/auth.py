@@ -142,8 +142,8 @@ class Authenticator:
         route, params = self.routes.resolve(scope)
         action = ACTIONS.get((scope["method"], route))
         body = None
-        edge = inbound(scope)
-        if action is not None and route in _BODY_ROUTES and edge is not None:
+        if action is not None and route in _BODY_ROUTES:
+            edge = inbound(scope)
             # All of it, up to the most any route takes: a rule must not be decided on
             # the part of a body it read. Its bytes only: parsing waits for a live token.
             read = (await edge.body()).read

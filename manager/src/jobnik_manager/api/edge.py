@@ -110,9 +110,13 @@ class Limits:
     max_values: int
 
 
-def inbound(scope: Scope) -> Inbound | None:
-    """What the edge left in the request's scope (None in an app without the edge)."""
+def inbound(scope: Scope) -> Inbound:
+    """What the edge left in the request's scope. The guard and the authenticator decide
+    on it: without the edge outside them, they refuse to run rather than pass a body
+    they have not seen."""
     found: Inbound | None = scope.get(INBOUND_KEY)
+    if found is None:
+        raise LookupError("no request edge: RequestEdge must wrap the app's middleware")
     return found
 
 
@@ -152,7 +156,7 @@ class EdgeRequest(Request):
 
 async def edge_json(request: Request) -> Any:
     """The request's JSON body, as the edge parsed it if it did."""
-    edge = inbound(request.scope)
+    edge: Inbound | None = request.scope.get(INBOUND_KEY)
     if edge is not None:
         body = await edge.body()
         if body.read is Read.COMPLETE and body.data:

@@ -53,9 +53,7 @@ def documented_methods(request: Request) -> frozenset[str] | None:
     document is made of (making the document itself costs a fifth of a second), and from
     the route template the request was resolved to (observe.http)."""
     paths = _route_methods(request.app)
-    routes: RouteTemplates | None = getattr(request.app.state, "routes", None)
-    if routes is None:
-        routes = RouteTemplates(paths)
+    routes: RouteTemplates = request.app.state.routes
     template, _ = routes.resolve(request.scope)
     if template not in paths:
         return None

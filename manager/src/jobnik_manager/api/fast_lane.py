@@ -126,9 +126,9 @@ async def _payload(scope: Scope, model: type[M]) -> M | None:
     """The body, as the edge parsed it, as the route would validate it; or None to leave
     it to the route."""
     content_types = [v for k, v in scope["headers"] if k == b"content-type"]
-    edge = inbound(scope)
-    if content_types != [b"application/json"] or edge is None:
+    if content_types != [b"application/json"]:
         return None
+    edge = inbound(scope)
     body = await edge.body()
     if body.read is not Read.COMPLETE or not body.data:
         return None

@@ -31,10 +31,10 @@ class InputGuard:
         self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        edge = inbound(scope) if scope["type"] == "http" else None
-        if edge is None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        edge = inbound(scope)
         refusal, length = _request_line(scope)
         if refusal is None and length is not None and length > self.limits.max_bytes:
             refusal = larger_than(self.limits.max_bytes)
