@@ -2,7 +2,8 @@
 request (the authenticator, the guard, metrics, the fast routes and FastAPI's) takes its
 body as parsed once and its route as matched once, and the workers' per-task calls
 skip FastAPI's dependency solving; a body nested past any parser's depth, even one that
-closes some levels on the way down, is a 400 wherever it is sent."""
+closes some levels on the way down, is a 400 wherever it is sent; and the guard will not
+run without the edge outside it."""
 
 from __future__ import annotations
 
@@ -152,3 +153,12 @@ async def test_deep_nesting_is_a_400_wherever_it_is_sent(
         "message": "body: nested deeper than 80 levels",
         "code": "VALIDATION_ERROR",
     }
+
+
+async def test_the_guard_will_not_run_without_the_edge(db: Database) -> None:
+    app = create_app(Settings(database_url=db.url), database=db)
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not edge.RequestEdge]
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://manager") as c:
+        with pytest.raises(LookupError, match="no request edge"):
+            await c.post("/v1/tasks/claim", json={"stageTypes": ["x"]})
