@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Try `jobnik-worker new` as a team outside this repository would, with nothing of the
-# repository but the SDK's wheel:
+# repository but the SDK's wheel (and the manager's beside it, which the projects' tests
+# serve in-process through jobnik-sdk[testing]):
 #
 #   scripts/try_scaffold.sh [WORKDIR]        # WORKDIR: new or empty, outside the repository
 #
 # In WORKDIR (a new temporary directory by default), with an empty uv cache and the
 # SDK's wheel as the only source of jobnik-sdk (everything else comes from the normal
 # package index), it:
-#   1. builds the SDK's sdist and, from it, its wheel;
+#   1. builds the SDK's sdist and, from it, its wheel, and the manager's wheel;
 #   2. scaffolds two workers, for the stage types tile-render and tile-publish, with
 #      the scaffold run from that wheel (`uvx --from <wheel> jobnik-worker new ...`);
 #   3. runs `uv run pytest` in each;
@@ -74,6 +75,7 @@ wait_ready() {
 
 step "1. the SDK's wheel (sdist, then the wheel from it), uv cache $UV_CACHE_DIR"
 (cd "$REPO" && uv build --package jobnik-sdk --out-dir "$WORK/dist" 2>&1 | tail -2)
+(cd "$REPO" && uv build --package jobnik-manager --wheel --out-dir "$WORK/dist" 2>&1 | tail -1)
 WHEEL=$(ls "$WORK"/dist/jobnik_sdk-*-py3-none-any.whl)
 unzip -l "$WHEEL" | grep -c 'jobnik_sdk/_template/' | sed 's/^/   template files in the wheel: /'
 

@@ -1,6 +1,7 @@
 """SDK fixtures: a JobnikClient on the real app in-process, and a `surface` that is
-either that client (on SQLite or PostgreSQL) or the in-memory FakeJobnik, so the same
-test holds the fake to the manager's behaviour."""
+either the FakeJobnik (the manager in-process on SQLite, as users test with it) or a
+client on the manager in-process on PostgreSQL, so the SDK's tests run on both
+backends."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from ..support.apps import app_on
 from ..support.invariants import assert_invariants
 from ..support.profiles import running  # noqa: F401  (the end-to-end tests' deployments)
 
-# What the SDK tests run against: the manager through the SDK, or the fake.
+# What the SDK tests run against: the manager through the SDK, or the fake (the manager
+# on SQLite).
 Surface = JobnikClient | FakeJobnik
 
 # A Worker's pauses between empty claims in tests: a few milliseconds.
@@ -51,7 +53,7 @@ async def jobnik(db: Database) -> AsyncIterator[JobnikClient]:
         yield client
 
 
-@pytest.fixture(params=["sqlite", "postgres", "fake"])
+@pytest.fixture(params=["fake", "postgres"])
 def surface_url(request: pytest.FixtureRequest) -> str | None:
     # A sync fixture: the session URL fixtures migrate with their own event loop.
     if request.param == "fake":
@@ -64,9 +66,9 @@ def surface_url(request: pytest.FixtureRequest) -> str | None:
 async def surface(
     surface_url: str | None, clock: Clock
 ) -> AsyncIterator[JobnikClient | FakeJobnik]:
-    """The manager (through the SDK) on each backend, and the fake. Tests use unique
-    names and stage types, so rows left by earlier tests do not matter. The manager's
-    time is `clock`."""
+    """The fake (the manager on SQLite), and the manager on PostgreSQL through the SDK.
+    Tests use unique names and stage types, so rows left by earlier tests do not
+    matter. The manager's time is the fake's clock, or `clock`."""
     if surface_url is None:
         yield FakeJobnik()
         return
@@ -96,9 +98,9 @@ def advance(surface: JobnikClient | FakeJobnik, clock: Clock) -> Callable[[timed
 
 @pytest.fixture
 async def api(surface_url: str | None) -> AsyncIterator[Api]:
-    """Raw HTTP on the manager (each backend, in-process) or on the fake, with the
-    helpers of tests/support/api.py: for what the SDK does not (yet) say. On the
-    manager, DESIGN.md's invariants are checked once the test is done."""
+    """Raw HTTP on the manager (each backend, in-process; the fake's on SQLite), with
+    the helpers of tests/support/api.py: for what the SDK does not (yet) say. On
+    PostgreSQL, DESIGN.md's invariants are checked once the test is done."""
     if surface_url is None:
         transport: httpx.AsyncBaseTransport = FakeManager().transport
         async with httpx.AsyncClient(transport=transport, base_url="http://fake") as http:
@@ -118,7 +120,7 @@ async def api(surface_url: str | None) -> AsyncIterator[Api]:
 
 @dataclass
 class Timed:
-    """Raw HTTP on the manager (each backend, in-process) or the fake, and its time."""
+    """Raw HTTP on the manager (the fake's, or in-process on PostgreSQL), and its time."""
 
     api: Api
     now: Callable[[], datetime]
@@ -129,8 +131,9 @@ class Timed:
 
 @pytest.fixture
 async def timed(surface_url: str | None) -> AsyncIterator[Timed]:
-    """As `api`, with the backend's clock moved by hand: the fake's, or the manager's
-    (its maintenance tick run by `advance`, with the outbox on)."""
+    """As `api`, with the backend's clock moved by hand: the fake's (which settles what
+    ran out before its next request), or the manager's (its maintenance tick run by
+    `advance`, with the outbox on)."""
     if surface_url is None:
         fake = FakeManager(FakeClock())
 

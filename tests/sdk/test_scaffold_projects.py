@@ -21,6 +21,7 @@ from jobnik_sdk.scaffold._template import find_template, template_files
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "worker-boilerplate"
 WHEEL_NAME = "jobnik_sdk-0.1.0-py3-none-any.whl"
+MANAGER_WHEEL_NAME = "jobnik_manager-0.1.0-py3-none-any.whl"
 
 
 @pytest.fixture
@@ -29,6 +30,8 @@ def wheel(tmp_path: Path) -> Path:
     path = tmp_path / "dist" / WHEEL_NAME
     path.parent.mkdir()
     path.write_bytes(b"a wheel")
+    # The manager's, beside it: the projects' tests run it in-process.
+    (path.parent / MANAGER_WHEEL_NAME).write_bytes(b"the manager's wheel")
     return path
 
 
@@ -51,7 +54,7 @@ def test_every_template_file_is_written_renamed(tmp_path: Path, wheel: Path) -> 
     expected = {
         str(f).replace(TEMPLATE_NAMES.package, "publish_worker") for f in template_files(TEMPLATE)
     }
-    assert written == expected | {f"wheels/{WHEEL_NAME}"}
+    assert written == expected | {f"wheels/{WHEEL_NAME}", f"wheels/{MANAGER_WHEEL_NAME}"}
     assert "src/publish_worker/handler.py" in written
     for path in project.files:
         if path.suffix != ".whl":
@@ -72,8 +75,13 @@ def test_the_project_names_its_package_command_and_sdk(tmp_path: Path, wheel: Pa
     assert pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == [
         "src/publish_cdn_worker"
     ]
-    assert pyproject["tool"]["uv"]["sources"] == {"jobnik-sdk": {"path": f"wheels/{WHEEL_NAME}"}}
+    assert pyproject["tool"]["uv"]["sources"] == {
+        "jobnik-sdk": {"path": f"wheels/{WHEEL_NAME}"},
+        "jobnik-manager": {"path": f"wheels/{MANAGER_WHEEL_NAME}"},
+    }
     assert {d.split(">")[0] for d in pyproject["dependency-groups"]["dev"]} == {
+        "jobnik-sdk[testing]",
+        "jobnik-manager",  # named, so that its source applies
         "pytest",
         "pytest-asyncio",
     }
@@ -103,6 +111,8 @@ def run_tests(project: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# The project's own suite, each test on a manager in-process: room for a busy machine.
+@pytest.mark.timeout(150)
 @pytest.mark.parametrize("stage_type", ["publish", "Geo.Export_v2"])
 def test_the_projects_own_tests_pass(tmp_path: Path, wheel: Path, stage_type: str) -> None:
     directory = scaffold(tmp_path / "project", stage_type, wheel).directory

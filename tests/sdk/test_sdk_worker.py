@@ -214,12 +214,13 @@ class CountingFake(FakeJobnik):
 async def test_a_worker_idle_for_thousands_of_polls_stays_up() -> None:
     fake = CountingFake()
     polled = asyncio.Event()
-    # Delays far below a second, so 5,000 rounds pass quickly; their steps still grow.
+    # Past 1,024 empty polls, where the backoff's step once overflowed; delays far below
+    # a second, so the rounds pass quickly; their steps still grow.
     tiny = Backoff(initial=timedelta(microseconds=1), maximum=timedelta(microseconds=50))
 
     async def count(stage_types: Any, **options: Any) -> ClaimedTasks:
         claimed = await CountingFake.claim_with_context(fake, stage_types, **options)
-        if len(fake.claims) >= 5_000:
+        if len(fake.claims) >= 1_100:
             polled.set()
         return claimed
 

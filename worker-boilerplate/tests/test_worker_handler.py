@@ -9,6 +9,7 @@ import pytest
 
 from jobnik_sdk import JobStatus, NewStage, NewTask, NonRetryableError, TaskStatus, Worker
 from jobnik_sdk.testing import FakeJobnik, make_context, run_attempt, run_handler
+from tile_render_worker import handler
 from tile_render_worker.handler import Tile, render_tile
 from tile_render_worker.settings import STAGE_TYPE
 
@@ -56,9 +57,11 @@ async def test_a_tile_off_the_map_fails_for_good() -> None:
     assert (run.outcome.status, run.outcome.retryable) == (TaskStatus.FAILED, False)
 
 
-async def test_stops_when_its_job_is_aborted() -> None:
-    # The manager answers the first heartbeat that the job was aborted: the Worker
-    # cancels the handler, which stops before writing anything, and reports nothing.
+async def test_stops_when_its_job_is_aborted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The manager answers a heartbeat that the job was aborted: the Worker cancels the
+    # handler, which stops before writing anything, and reports nothing. A render long
+    # enough that the abort lands while it runs, however busy the machine.
+    monkeypatch.setattr(handler, "RENDER_SECONDS", 30.0)
     run = await run_attempt(
         render_tile,
         {"x": 0, "y": 0, "zoom": 0},

@@ -7,7 +7,7 @@
     async def render(tile: Tile, ctx: TaskContext) -> dict[str, int]: ...
     await Worker("http://127.0.0.1:8080", stage_types="tile", handler=render).run()
 
-`jobnik_sdk.testing` has an in-memory fake manager for unit tests.
+`jobnik_sdk.testing` serves the manager itself in-process for tests (the `testing` extra).
 """
 
 import typing

@@ -5,6 +5,10 @@ source directory (built into a wheel there), a git URL (`git+https://...[@rev]
 [#subdirectory=sdk]`), the URL of a package index of your own (`https://.../simple`),
 or `pypi` for whatever index the project resolves from by default. Without it, the new
 project takes the SDK from where this one came from (`SdkSource.of_this_sdk`).
+
+The project's tests need the manager too (`jobnik-sdk[testing]`: FakeJobnik serves it
+in-process), from the same place: the jobnik-manager wheel beside the SDK's (its source
+directory beside the SDK's), the same git repository, the same index.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
@@ -117,24 +121,37 @@ class SdkSource:
         """Put what the source needs into `project` (a wheel into wheels/) and return the
         pyproject.toml block that points jobnik-sdk at it."""
         if self.kind in ("wheel", "project"):
-            wheel = self._wheel_into(project / WHEELS)
+            wheel, manager = self._wheels_into(project / WHEELS)
             return _block(
-                "a wheel in wheels/, committed with the project; to upgrade, put the new\n"
-                "# wheel there, name it here and run `uv lock`",
+                "wheels in wheels/ (the manager's for the tests alone), committed with\n"
+                "# the project; to upgrade, put the new wheels there, name them here and run\n"
+                "# `uv lock`",
                 f'jobnik-sdk = {{ path = "{WHEELS}/{wheel.name}" }}',
+                f'jobnik-manager = {{ path = "{WHEELS}/{manager.name}" }}',
             )
         if self.kind == "git":
-            fields = [f'git = "{self.location}"']
-            if self.subdirectory:
-                fields.append(f'subdirectory = "{self.subdirectory}"')
-            if self.rev:
-                fields.append(f'rev = "{self.rev}"')
+            entries = []
+            for name, subdirectory in (
+                ("jobnik-sdk", self.subdirectory),
+                ("jobnik-manager", _beside(self.subdirectory)),
+            ):
+                fields = [f'git = "{self.location}"']
+                if subdirectory:
+                    fields.append(f'subdirectory = "{subdirectory}"')
+                if self.rev:
+                    fields.append(f'rev = "{self.rev}"')
+                entries.append(f"{name} = {{ {', '.join(fields)} }}")
             return _block(
-                "its git repository (the Dockerfile's build stage then needs git)",
-                f"jobnik-sdk = {{ {', '.join(fields)} }}",
+                "its git repository (the Dockerfile's build stage then needs git)", *entries
             )
         if self.kind == "url":
-            return _block("a wheel at a URL", f'jobnik-sdk = {{ url = "{self.location}" }}')
+            head, _, name = self.location.rpartition("/")
+            beside = f"{head}/{name.replace('jobnik_sdk-', 'jobnik_manager-', 1)}"
+            return _block(
+                "wheels at URLs (the manager's, published beside the SDK's, for the tests)",
+                f'jobnik-sdk = {{ url = "{self.location}" }}',
+                f'jobnik-manager = {{ url = "{beside}" }}',
+            )
         if self.kind == "index":
             return (
                 "# Where jobnik-sdk comes from: a package index of its own; everything else\n"
@@ -146,21 +163,52 @@ class SdkSource:
                 "\n"
                 "[tool.uv.sources]\n"
                 'jobnik-sdk = { index = "jobnik" }\n'
+                'jobnik-manager = { index = "jobnik" }\n'
             )
-        return "# jobnik-sdk comes from the default package index, like every other dependency.\n"
+        return (
+            "# jobnik-sdk (and jobnik-manager, for the tests) come from the default package\n"
+            "# index, like every other dependency.\n"
+        )
 
-    def _wheel_into(self, wheels: Path) -> Path:
+    def _wheels_into(self, wheels: Path) -> tuple[Path, Path]:
+        """The SDK's wheel and the manager's, copied (or built) into `wheels`."""
         wheels.mkdir(parents=True, exist_ok=True)
         if self.kind == "wheel":
-            return Path(shutil.copy2(self.location, wheels))
-        with tempfile.TemporaryDirectory() as out:
-            _build_wheel(Path(self.location), Path(out))
-            [built] = Path(out).glob("*.whl")
-            return Path(shutil.copy2(built, wheels))
+            sdk = Path(self.location)
+            version = sdk.name.split("-")[1]
+            beside = sorted(sdk.parent.glob(f"jobnik_manager-{version}-*.whl"))
+            if not beside:
+                raise ScaffoldError(
+                    f"no jobnik_manager-{version}-*.whl beside {sdk}: a project's tests run "
+                    "the manager in-process (jobnik-sdk[testing]); build it with "
+                    "`uv build --package jobnik-manager` and put it there"
+                )
+            return Path(shutil.copy2(sdk, wheels)), Path(shutil.copy2(beside[-1], wheels))
+        source = Path(self.location)
+        manager = source.parent / "manager"
+        if not (manager / "pyproject.toml").is_file():
+            raise ScaffoldError(
+                f"no manager source directory beside {source}: a project's tests run the "
+                "manager in-process (jobnik-sdk[testing]); name a wheel with --sdk-source"
+            )
+        return _built_into(source, wheels), _built_into(manager, wheels)
 
 
-def _block(what: str, entry: str) -> str:
-    return f"# Where jobnik-sdk comes from: {what}.\n[tool.uv.sources]\n{entry}\n"
+def _built_into(source: Path, wheels: Path) -> Path:
+    with tempfile.TemporaryDirectory() as out:
+        _build_wheel(source, Path(out))
+        [built] = Path(out).glob("*.whl")
+        return Path(shutil.copy2(built, wheels))
+
+
+def _beside(subdirectory: str | None) -> str:
+    """The manager's subdirectory in a repository where the SDK is at `subdirectory`."""
+    return str(PurePosixPath(subdirectory).parent / "manager") if subdirectory else "manager"
+
+
+def _block(what: str, *entries: str) -> str:
+    lines = "".join(f"{entry}\n" for entry in entries)
+    return f"# Where jobnik-sdk comes from: {what}.\n[tool.uv.sources]\n{lines}"
 
 
 def _build_wheel(source: Path, out: Path) -> None:

@@ -1,11 +1,12 @@
-"""`run_attempt`: a handler run as a Worker runs one attempt, on a fake manager: what
+"""`run_attempt`: a handler run as a Worker runs one attempt, on a FakeManager: what
 the Worker would report, the progress the handler recorded, the heartbeats that carried
 it and what the manager answered, and a cancellation (the job aborted, the lease lost,
 a time limit) at a moment the test chooses.
 
 It drives the Worker's own parts: the `Attempt` that builds the handler's context, runs
 it and maps its ending to a report, and the `LeaseKeeper` that heartbeats the task and
-cancels the handler on the manager's answer. Only the manager is a fake."""
+cancels the handler on the manager's answer. The manager is the real one, in-process
+(`FakeManager`)."""
 
 from __future__ import annotations
 
@@ -83,10 +84,12 @@ class _Manager(FakeJobnik):
         self, heartbeats: Sequence[TaskHeartbeat], *, lease: timedelta | None = None
     ) -> list[HeartbeatOutcome]:
         self._beats += 1
+        # Shielded: a heartbeat the Worker gives up on (one slower than its interval)
+        # must not stop the intervention halfway; a later heartbeat hears of it.
         if self._beats == self._abort_at:
-            await self.abort(self.job_id)
+            await asyncio.shield(self.abort(self.job_id))
         if self._beats == self._lose_lease_at:
-            await self.lose_lease()
+            await asyncio.shield(self.lose_lease())
         answers = await super().heartbeat_many(heartbeats, lease=lease)
         for sent, answer in zip(heartbeats, answers, strict=True):
             error = answer.error.code if answer.error is not None else None

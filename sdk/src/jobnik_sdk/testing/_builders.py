@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from sqlalchemy import update
+
+from jobnik_manager.db.models import TASKS
+
+from .._client import JobnikClient
+from .._consumer import ClaimedTasks
 from .._context import TaskContext
 from .._handler import Handler, data_binder
-from .._models import Job, Stage, Task
-from ._fake import FakeJobnik
-from ._requests import JobIn, StageIn, TaskIn
-from ._rows import job_out, stage_out
+from .._models import NewStage, NewTask
+from . import _loop
+from ._fake import FAKE_URL, FakeJobnik, FakeManager
 
 
 def make_context(
@@ -37,33 +43,48 @@ def make_context(
     fake = client if client is not None else FakeJobnik()
     if not 0 <= attempts < max_attempts:
         raise ValueError("attempts counts failed attempts: 0 <= attempts < max_attempts")
-    state = fake.manager._state
-    task_spec = TaskIn(
+    task = NewTask(
         data=dict(data or {}),
         user_metadata=dict(user_metadata or {}),
         max_attempts=max_attempts,
         timeout_seconds=timeout_seconds,
     )
-    job = state.create_job(
-        JobIn(
-            name=job_name,
-            data=dict(job_data or {}),
-            stages=[StageIn(type=stage_type, data={}, tasks=[task_spec])],
-        )
-    )
-    stage = job.stages[0]
-    task = stage.tasks[0]
-    task.attempts = attempts
-    claimed = state.claim([stage_type], limit=1, lease=None, worker=None)
-    if claimed != [task]:
-        raise ValueError(f"another {stage_type!r} task was ready in the given client")
+    stage = NewStage(type=stage_type, tasks=[task])
+    job = dict(name=job_name, data=dict(job_data or {}), stages=[stage])
+    claimed = _loop.wait_on_manager_loop(_claimed(fake.manager, job, attempts))
     return TaskContext(
-        task=Task.model_validate(task, from_attributes=True),
-        job=Job.model_validate(job_out(job)),
-        stage=Stage.model_validate(stage_out(stage)),
+        task=claimed.items[0],
+        job=claimed.jobs[0],
+        stage=claimed.stages[0],
         client=fake,
         logger=logger,
     )
+
+
+async def _claimed(manager: FakeManager, job: dict[str, Any], attempts: int) -> ClaimedTasks:
+    """The job created and its one task claimed, after `attempts` failed attempts."""
+    async with JobnikClient(FAKE_URL, transport=manager.transport) as client:
+        created = await client.create_job(**job)
+        [stage] = created.stages or []
+        [task] = stage.tasks or []
+        stage_type, task_id = stage.type, task.id
+        if attempts:
+            await _set_attempts(manager, task_id, attempts)
+        claimed = await client.claim_with_context(stage_type)
+    if [t.id for t in claimed.items] != [task_id]:
+        raise ValueError(f"another {stage_type!r} task was ready in the given client")
+    return claimed
+
+
+async def _set_attempts(manager: FakeManager, task_id: uuid.UUID, attempts: int) -> None:
+    # The attempts a task has spent are written by failures alone, which would each
+    # need a claim and a report (and a retry delay to wait out): written here directly.
+    statement = update(TASKS).where(TASKS.c.id == task_id).values(attempts=attempts)
+
+    async def work(s: Any) -> None:
+        await s.execute(statement)
+
+    await manager._served.database.transaction(work)
 
 
 async def run_handler(

@@ -8,13 +8,16 @@ from datetime import UTC, datetime, timedelta
 class FakeClock:
     """The fake manager's time: the real time, moved on by every `advance`.
 
-    Leases, retry delays and `notBefore` are measured on it, so a test lets a lease or
-    a retry delay run out by advancing the clock past it instead of sleeping. What
-    waits in real time is only what the client does (a long-polling claim, `wait`).
+    Leases, retry delays, time limits and `notBefore` are measured on it, so a test lets
+    a lease or a retry delay run out by advancing the clock past it instead of
+    sleeping: the manager settles what ran out before it answers its next request.
+    What waits in real time is only what the client does (a long-polling claim, `wait`).
     """
 
     def __init__(self) -> None:
         self._offset = timedelta(0)
+        # How many times it was moved: the manager's cue to settle what ran out.
+        self._moves = 0
 
     def now(self) -> datetime:
         """The fake manager's current time (UTC)."""
@@ -26,3 +29,4 @@ class FakeClock:
         if step < timedelta(0):
             raise ValueError("the clock only moves forward")
         self._offset += step
+        self._moves += 1

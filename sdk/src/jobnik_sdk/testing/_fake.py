@@ -1,71 +1,129 @@
-"""FakeManager: the Jobnik REST API served from memory through an httpx transport, and
-FakeJobnik: a JobnikClient on one, for tests."""
+"""FakeManager: the Jobnik manager itself, in-process on a SQLite file of its own, reached
+through an httpx transport; and FakeJobnik: a JobnikClient on one, for tests."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import warnings
+import weakref
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from jobnik_manager.app import create_app
+from jobnik_manager.db.engine import Database
+from jobnik_manager.settings import Settings
+
 from .._client import JobnikClient
-from ._api import Api, Call
+from .._models import NewStage, NewTask
+from .._reports import TaskHeartbeat
+from . import _files, _loop
 from ._clock import FakeClock
-from ._refusals import Refused
-from ._work import State
+from ._served import Served
 
 FAKE_URL = "http://jobnik.fake"
 
 
 class FakeManager:
-    """An in-memory Jobnik manager, reached through `transport`.
+    """The Jobnik manager, in-process, reached through `transport`.
 
-    It answers the manager's REST API (the calls the SDK makes, with their validation,
-    errors and JSON) by the manager's rules: stage order and approval, claims by
-    priority then age with leases (waiting for work when asked to), heartbeats, reports
-    with retries while attempts remain (after the retry policy's delay), retry-later
-    and non-retryable failures, leases that run out into failed attempts, stage and job
-    completion or failure, pause, resume, abort and delete, the event history, and
-    idempotency keys on creates. Its time is `clock`. Nothing is persisted and nothing
-    leaves the process.
+    It is the manager's own app (`jobnik_manager`), its API, rules and event history,
+    on a SQLite database of its own in a temporary file, removed with it. Its time is
+    `clock`: what runs out on it (leases, retry delays, time limits, deadlines) is
+    settled before the next request once the clock has moved, as the manager's
+    maintenance would settle it. Nothing leaves the process.
 
     Put any JobnikClient on it with `JobnikClient(url, transport=manager.transport)`:
-    the client's real HTTP, serialization, error mapping and retries run against it.
+    the client's real HTTP, serialization, error mapping and retries run against it, on
+    any event loop.
     """
 
     def __init__(self, clock: FakeClock | None = None) -> None:
         self.clock = clock or FakeClock()
-        self._state = State(self.clock)
-        self._api = Api(self._state)
-        self.transport: httpx.AsyncBaseTransport = httpx.MockTransport(self._handle)
-
-    async def _handle(self, request: httpx.Request) -> httpx.Response:
-        # An answer comes back on a later turn of the event loop, as over a network: a
-        # caller that calls again and again (a worker polling) lets other tasks run.
-        await asyncio.sleep(0)
-        call = Call(
-            method=request.method,
-            path=request.url.path,
-            params=request.url.params,
-            raw=await request.aread(),
-            idempotency_key=request.headers.get("Idempotency-Key"),
+        path = _files.new_database()
+        database = Database(_files.url(path), clock=self.clock)
+        # The manager's defaults, whatever the environment says (JOBNIK_AUTH, ...); its
+        # maintenance is `Served`'s.
+        settings = Settings.model_construct(
+            database_url=database.url, maintenance=False, metrics=False
         )
-        try:
-            status, body = await self._api.answer(call)
-        except Refused as refused:
-            status, body = refused.status, refused.body()
-        if body is None:
-            return httpx.Response(status)
-        return httpx.Response(status, json=body)
+        self._served = Served(create_app(settings, database=database), database, self.clock)
+        self.transport: httpx.AsyncBaseTransport = _Transport(self)
+        weakref.finalize(self, _close, self._served, path)
+        _warm_up()
+
+
+class _Transport(httpx.AsyncBaseTransport):
+    """Requests to a FakeManager, answered on the manager loop."""
+
+    def __init__(self, manager: FakeManager) -> None:
+        self.manager = manager  # kept as long as a client uses it
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        answer = self.manager._served.answer(
+            request.method, str(request.url), request.headers.raw, body
+        )
+        if asyncio.get_running_loop() is _loop.background():
+            status, headers, content = await answer
+        else:
+            status, headers, content = await _loop.on_manager_loop(answer)
+        return httpx.Response(status, headers=headers, content=content)
+
+
+_warming = threading.Lock()
+_warm = False
+
+
+def _warm_up() -> None:
+    """Once per process: run the calls a test makes most through a manager of its own,
+    so that what the manager prepares on first use (imports, compiled statements) is
+    done before a test's first heartbeat is timed."""
+    global _warm
+    with _warming:
+        if _warm:
+            return
+        _warm = True
+    _loop.wait_on_manager_loop(_exercise(FakeJobnik()))
+
+
+async def _exercise(fake: FakeJobnik) -> None:
+    async with fake:
+        stages = [NewStage(type="warm-up", tasks=[NewTask(max_attempts=2), NewTask()])]
+        job = await fake.create_job("warm-up", stages=stages)
+        first, second = (await fake.claim_with_context("warm-up", limit=2)).items
+        await fake.heartbeat_many(
+            [TaskHeartbeat(task_id=first.id, lease_id=first.lease_id, progress=50)]
+        )
+        await fake.set_task_user_metadata(first.id, {"warm": True})
+        await fake.add_task_event(first.id, "warm-up", lease_id=first.lease_id)
+        await fake.fail(first.id, lease_id=first.lease_id, reason="warm-up")
+        await fake.abort(job.id)
+        await fake.get_job(job.id)
+        await fake.get_task(second.id)
+        _ = [event async for event in fake.iter_events(job.id)]
+
+
+def _close(served: Served, path: Path) -> None:
+    try:
+        _loop.submit(_closed(served, path))
+    except RuntimeError:  # the program is ending
+        _files.remove(path)
+
+
+async def _closed(served: Served, path: Path) -> None:
+    await served.close()
+    _files.remove(path)
 
 
 class FakeJobnik(JobnikClient):
     """A JobnikClient on a FakeManager (a new one unless `manager` is given), for tests.
 
     Use it wherever a JobnikClient goes, a Worker included: every call takes the SDK's
-    own path (HTTP, JSON, errors, retries) to the manager in memory. `clock` is the
+    own path (HTTP, JSON, errors, retries) to the manager in-process. `clock` is the
     manager's; `clock.advance(...)` lets leases and retry delays run out without
     waiting. `client(...)` is another client on the same manager, with other options;
     `transport` puts a client of your own on it. `options` are JobnikClient's
