@@ -42,8 +42,11 @@ class LeaseKeeper:
         log: Log,
         meter: Meter | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        answer_within: timedelta | None = None,
     ) -> None:
         self._client = client
+        # How long a beat waits for its answer; by default as `_deadline` says.
+        self._answer_within = answer_within
         self._clock = clock
         self._meter = meter or Meter(None, [])
         self._lease = lease
@@ -145,6 +148,8 @@ class LeaseKeeper:
     def _deadline(self, attempts: list[Attempt], now: float) -> float:
         """Seconds this beat may take: most of what is left of its earliest lease (a
         tenth of the lease kept as a margin), and never more than an interval."""
+        if self._answer_within is not None:
+            return self._answer_within.total_seconds()
         lease = self._lease.total_seconds()
         ends = min(self._good_until.get(a.task.id, now + lease) for a in attempts)
         return max(0.05, min(self._interval, ends - now - lease / 10))
