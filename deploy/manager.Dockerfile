@@ -37,6 +37,7 @@ WORKDIR /src
 # Copying them apart from the sources keeps the dependency layer cached until
 # the lock or a pyproject.toml changes.
 COPY pyproject.toml uv.lock ./
+COPY protocol/pyproject.toml protocol/
 COPY manager/pyproject.toml manager/
 COPY sdk/pyproject.toml sdk/
 COPY worker-boilerplate/pyproject.toml worker-boilerplate/
@@ -44,13 +45,10 @@ RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --locked --no-dev --no-install-workspace --package jobnik-manager
 
 # The manager itself, installed as a wheel (not editable), so the virtualenv is
-# self-contained and the sources are not needed at run time. The SDK comes along: the
-# manager takes the API's shared vocabulary from it (jobnik_sdk.wire), and its wheel
-# bundles the worker template, hence worker-boilerplate/.
+# self-contained and the sources are not needed at run time; with it the protocol, the
+# API's vocabulary and rules it shares with the SDK.
+COPY protocol/src/ protocol/src/
 COPY manager/src/ manager/src/
-COPY sdk/hatch_build.py sdk/
-COPY sdk/src/ sdk/src/
-COPY worker-boilerplate/ worker-boilerplate/
 RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --locked --no-dev --no-editable --package jobnik-manager
 

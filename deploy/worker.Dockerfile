@@ -30,16 +30,19 @@ RUN python3 -m venv /opt/uv && /opt/uv/bin/pip install --no-cache-dir uv \
 WORKDIR /src
 
 # uv checks the lock against every workspace member, so all members'
-# pyproject.toml files are needed, though only the worker and the SDK are installed.
+# pyproject.toml files are needed, though only the worker, the SDK and the protocol
+# are installed.
 COPY pyproject.toml uv.lock ./
+COPY protocol/pyproject.toml protocol/
 COPY manager/pyproject.toml manager/
 COPY sdk/pyproject.toml sdk/
 COPY worker-boilerplate/pyproject.toml worker-boilerplate/
 RUN --mount=type=cache,target=/root/.cache/uv \
     uv sync --locked --no-dev --no-install-workspace --package tile-render-worker
 
-# The SDK and the worker, installed as wheels (not editable), so the virtualenv is
-# self-contained and the sources are not needed at run time.
+# The protocol, the SDK and the worker, installed as wheels (not editable), so the
+# virtualenv is self-contained and the sources are not needed at run time.
+COPY protocol/src/ protocol/src/
 COPY sdk/hatch_build.py sdk/
 COPY sdk/src/ sdk/src/
 COPY worker-boilerplate/ worker-boilerplate/

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Try `jobnik-worker new` as a team outside this repository would, with nothing of the
-# repository but the SDK's wheel (and the manager's beside it, which the projects' tests
-# serve in-process through jobnik-sdk[testing]):
+# repository but the SDK's wheel (and beside it the protocol's, which the SDK needs, and
+# the manager's, which the projects' tests serve in-process through jobnik-sdk[testing]):
 #
 #   scripts/try_scaffold.sh [WORKDIR]        # WORKDIR: new or empty, outside the repository
 #
 # In WORKDIR (a new temporary directory by default), with an empty uv cache and the
 # SDK's wheel as the only source of jobnik-sdk (everything else comes from the normal
 # package index), it:
-#   1. builds the SDK's sdist and, from it, its wheel, and the manager's wheel;
+#   1. builds the SDK's sdist and, from it, its wheel, and the protocol's and the
+#      manager's wheels;
 #   2. scaffolds two workers, for the stage types tile-render and tile-publish, with
 #      the scaffold run from that wheel (`uvx --from <wheel> jobnik-worker new ...`);
 #   3. runs `uv run pytest` in each;
@@ -75,8 +76,11 @@ wait_ready() {
 
 step "1. the SDK's wheel (sdist, then the wheel from it), uv cache $UV_CACHE_DIR"
 (cd "$REPO" && uv build --package jobnik-sdk --out-dir "$WORK/dist" 2>&1 | tail -2)
-(cd "$REPO" && uv build --package jobnik-manager --wheel --out-dir "$WORK/dist" 2>&1 | tail -1)
+for package in jobnik-protocol jobnik-manager; do
+  (cd "$REPO" && uv build --package "$package" --wheel --out-dir "$WORK/dist" 2>&1 | tail -1)
+done
 WHEEL=$(ls "$WORK"/dist/jobnik_sdk-*-py3-none-any.whl)
+PROTOCOL_WHEEL=$(ls "$WORK"/dist/jobnik_protocol-*-py3-none-any.whl)
 unzip -l "$WHEEL" | grep -c 'jobnik_sdk/_template/' | sed 's/^/   template files in the wheel: /'
 
 cd "$WORK"
@@ -96,7 +100,8 @@ step "4. both workers in one environment, one two-stage job across them"
 uv venv -q "$WORK/env"
 # One SDK for both: each project's source names its own copy of the wheel, so the
 # shared environment takes the one wheel itself.
-uv pip install -q --python "$WORK/env" --no-sources "$WHEEL" ./tile-render ./tile-publish
+uv pip install -q --python "$WORK/env" --no-sources "$WHEEL" "$PROTOCOL_WHEEL" \
+  ./tile-render ./tile-publish
 ls "$WORK/env/bin" | grep -- '-worker$' | sed 's/^/   command: /'
 PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"

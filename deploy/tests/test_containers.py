@@ -159,10 +159,10 @@ def test_images_add_little_to_their_base(images: str, role: str, most: int) -> N
 def test_a_scaffolded_worker_project_builds_from_its_own_directory(
     images: str, tmp_path: Path
 ) -> None:
-    # As a team outside the repository: the SDK's wheel (and the manager's beside it, for
-    # the project's tests), `jobnik-worker new` run from it, `uv lock`, then the project's
-    # own Dockerfile with the project folder as context.
-    for package in ("jobnik-sdk", "jobnik-manager"):
+    # As a team outside the repository: the SDK's wheel (and beside it the protocol's and
+    # the manager's, for the project's tests), `jobnik-worker new` run from it, `uv lock`,
+    # then the project's own Dockerfile with the project folder as context.
+    for package in ("jobnik-sdk", "jobnik-protocol", "jobnik-manager"):
         run("uv", "build", "--package", package, "--wheel", "--out-dir", str(tmp_path / "dist"))
     wheel = next((tmp_path / "dist").glob("jobnik_sdk-*.whl"))
     subprocess.run(

@@ -21,6 +21,7 @@ from jobnik_sdk.scaffold._template import find_template, template_files
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "worker-boilerplate"
 WHEEL_NAME = "jobnik_sdk-0.1.0-py3-none-any.whl"
+PROTOCOL_WHEEL_NAME = "jobnik_protocol-0.1.0-py3-none-any.whl"
 MANAGER_WHEEL_NAME = "jobnik_manager-0.1.0-py3-none-any.whl"
 
 
@@ -30,7 +31,9 @@ def wheel(tmp_path: Path) -> Path:
     path = tmp_path / "dist" / WHEEL_NAME
     path.parent.mkdir()
     path.write_bytes(b"a wheel")
-    # The manager's, beside it: the projects' tests run it in-process.
+    # The protocol's and the manager's, beside it: the projects' tests run the manager
+    # in-process.
+    (path.parent / PROTOCOL_WHEEL_NAME).write_bytes(b"the protocol's wheel")
     (path.parent / MANAGER_WHEEL_NAME).write_bytes(b"the manager's wheel")
     return path
 
@@ -54,7 +57,8 @@ def test_every_template_file_is_written_renamed(tmp_path: Path, wheel: Path) -> 
     expected = {
         str(f).replace(TEMPLATE_NAMES.package, "publish_worker") for f in template_files(TEMPLATE)
     }
-    assert written == expected | {f"wheels/{WHEEL_NAME}", f"wheels/{MANAGER_WHEEL_NAME}"}
+    wheels = {WHEEL_NAME, PROTOCOL_WHEEL_NAME, MANAGER_WHEEL_NAME}
+    assert written == expected | {f"wheels/{name}" for name in wheels}
     assert "src/publish_worker/handler.py" in written
     for path in project.files:
         if path.suffix != ".whl":
@@ -77,6 +81,7 @@ def test_the_project_names_its_package_command_and_sdk(tmp_path: Path, wheel: Pa
     ]
     assert pyproject["tool"]["uv"]["sources"] == {
         "jobnik-sdk": {"path": f"wheels/{WHEEL_NAME}"},
+        "jobnik-protocol": {"path": f"wheels/{PROTOCOL_WHEEL_NAME}"},
         "jobnik-manager": {"path": f"wheels/{MANAGER_WHEEL_NAME}"},
     }
     assert {d.split(">")[0] for d in pyproject["dependency-groups"]["dev"]} == {

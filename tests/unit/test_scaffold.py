@@ -117,21 +117,23 @@ def test_a_git_source() -> None:
         "subdirectory": "sdk",
         "rev": "v1.2",
     }
-    # The manager, which the project's tests run in-process, from beside it.
-    assert uv["sources"]["jobnik-manager"] == {
-        "git": "https://git.example/org/jobnik",
-        "subdirectory": "manager",
-        "rev": "v1.2",
-    }
+    # The protocol, and the manager the project's tests run in-process, from beside it.
+    for name, directory in (("jobnik-protocol", "protocol"), ("jobnik-manager", "manager")):
+        assert uv["sources"][name] == {
+            "git": "https://git.example/org/jobnik",
+            "subdirectory": directory,
+            "rev": "v1.2",
+        }
 
 
-def test_an_index_of_ones_own_serves_the_sdk_and_the_manager_alone() -> None:
+def test_an_index_of_ones_own_serves_the_sdk_and_what_comes_with_it_alone() -> None:
     uv = sources_of(SdkSource("index", "https://pypi.example/simple"))
     assert uv["index"] == [
         {"name": "jobnik", "url": "https://pypi.example/simple", "explicit": True}
     ]
     assert uv["sources"] == {
         "jobnik-sdk": {"index": "jobnik"},
+        "jobnik-protocol": {"index": "jobnik"},
         "jobnik-manager": {"index": "jobnik"},
     }
 
@@ -151,6 +153,7 @@ tile-render-worker = "tile_render_worker.__main__:main"
 # Inside the Jobnik repository: the workspace.
 [tool.uv.sources]
 jobnik-sdk = { workspace = true }
+jobnik-protocol = { workspace = true }
 jobnik-manager = { workspace = true }
 
 [tool.pytest.ini_options]
@@ -165,6 +168,7 @@ def test_the_workspace_source_and_its_comment_are_replaced() -> None:
     parsed = tomllib.loads(rendered)
     assert parsed["tool"]["uv"]["sources"] == {
         "jobnik-sdk": {"git": "https://git.example/org/jobnik"},
+        "jobnik-protocol": {"git": "https://git.example/org/jobnik", "subdirectory": "protocol"},
         "jobnik-manager": {"git": "https://git.example/org/jobnik", "subdirectory": "manager"},
     }
     assert parsed["tool"]["pytest"]["ini_options"] == {"testpaths": ["tests"]}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from jobnik_sdk.logs import configure_logging, uvicorn_log_config
+from jobnik_protocol.logs import configure_logging, uvicorn_log_config
 
 from .db import migrate
 from .db.engine import Database

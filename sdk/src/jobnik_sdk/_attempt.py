@@ -14,6 +14,8 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
+from jobnik_protocol.logs import log_context
+
 from ._consumer import ConsumerClient
 from ._context import TaskContext
 from ._exceptions import NonRetryableError, RetryLaterError
@@ -22,7 +24,6 @@ from ._logs import Log, TaskIds, task_logging
 from ._metrics import HandlerOutcome
 from ._models import Job, Stage, Task, TaskStatus
 from ._reports import MAX_REASON, TaskReport
-from .logs import log_context
 
 SHUTDOWN_REASON = "handed back: the worker shut down while it ran"
 # Why a handler was stopped without a report, as metrics tell it.

@@ -21,11 +21,13 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from .wire import JobStatus as JobStatus  # re-exported: defined once, in .wire
-from .wire import Priority as Priority
-from .wire import StageStatus as StageStatus
-from .wire import TaskStatus as TaskStatus
-from .wire import retry_delay
+from jobnik_protocol.rules import retry_delay
+from jobnik_protocol.wire import (
+    JobStatus as JobStatus,  # re-exported: defined once, in jobnik_protocol
+)
+from jobnik_protocol.wire import Priority as Priority
+from jobnik_protocol.wire import StageStatus as StageStatus
+from jobnik_protocol.wire import TaskStatus as TaskStatus
 
 
 class _Wire(BaseModel):

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from jobnik_sdk.logs import log_context
+from jobnik_protocol.logs import log_context
 
 from ..db.engine import Database
 from ..domain.auth import (

@@ -13,7 +13,7 @@ import orjson
 from fastapi import Response
 from pydantic import TypeAdapter
 
-from jobnik_sdk.wire import event_json
+from jobnik_protocol.wire import event_json
 
 from ..db.bulk import same_as_last
 from ..db.models import Event, Job, Stage, Task

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jobnik_sdk.wire import SystemReason
+from jobnik_protocol.wire import SystemReason
 
 # Info keys.
 CLAIMED = "observed_claims"  # {stage type: tasks claimed}

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from jobnik_sdk.wire import retry_delay
+from jobnik_protocol.rules import retry_delay
 
 DEFAULT_MULTIPLIER = 2.0
 DEFAULT_MAX_DELAY = timedelta(hours=1)

@@ -1,9 +1,9 @@
 """The status and priority vocabularies, exactly as they appear on the wire.
 
-Defined once, in the SDK's `jobnik_sdk.wire`, for the manager and its clients alike.
+Defined once, in `jobnik_protocol.wire`, for the manager and its clients alike.
 """
 
-from jobnik_sdk.wire import JobStatus, Priority, StageStatus, TaskStatus
+from jobnik_protocol.wire import JobStatus, Priority, StageStatus, TaskStatus
 
 __all__ = ["CLAIMING_JOB_STATUSES", "JobStatus", "Priority", "StageStatus", "TaskStatus"]
 

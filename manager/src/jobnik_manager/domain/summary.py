@@ -11,7 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from jobnik_protocol.rules import percentage
+
 from .statuses import TaskStatus
+
+__all__ = ["COUNTERS", "Summary", "percentage", "summary_field"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +63,3 @@ if sorted(_FIELD_OF.values()) != sorted(COUNTERS):
 def summary_field(status: TaskStatus) -> str:
     """The summary counter (and stage column) holding tasks of `status`."""
     return _FIELD_OF[status]
-
-
-def percentage(done: int, total: int) -> int:
-    """floor(100 * done / total); 0 for an empty whole."""
-    if total <= 0:
-        return 0
-    return (100 * done) // total

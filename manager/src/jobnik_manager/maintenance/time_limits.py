@@ -14,7 +14,7 @@ from functools import partial
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from jobnik_sdk.wire import SystemReason
+from jobnik_protocol.wire import SystemReason
 
 from ..db.engine import Database, now_in
 from ..db.models import Job, Task

@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from jobnik_sdk.logs import log_context
+from jobnik_protocol.logs import log_context
 
 from .metrics import HTTP_REQUESTS, HTTP_SECONDS
 

@@ -16,7 +16,7 @@ from typing import Any
 from prometheus_client import Counter, Histogram, disable_created_metrics
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from jobnik_sdk.wire import SystemReason
+from jobnik_protocol.wire import SystemReason
 
 from ..domain import observations
 from ..domain.statuses import TaskStatus

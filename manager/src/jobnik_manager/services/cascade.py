@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from jobnik_sdk.wire import SystemReason
+from jobnik_protocol.wire import SystemReason
 
 from ..db.models import STAGES, TASKS, Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval

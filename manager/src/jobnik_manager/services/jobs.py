@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import delete, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from jobnik_sdk.wire import SystemReason
+from jobnik_protocol.wire import SystemReason
 
 from ..db.bulk import insert_new
 from ..db.engine import now_in

@@ -14,7 +14,7 @@ import uuid
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from jobnik_sdk.wire import SystemReason
+from jobnik_protocol.wire import SystemReason
 
 from ..db.engine import now_in
 from ..db.models import TASKS, Stage, Task

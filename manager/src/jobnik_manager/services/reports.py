@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from jobnik_sdk.wire import SystemReason
+from jobnik_protocol.wire import SystemReason
 
 from ..db.claim import TASK_COLUMNS
 from ..db.complete import complete_statement

@@ -6,9 +6,10 @@ source directory (built into a wheel there), a git URL (`git+https://...[@rev]
 or `pypi` for whatever index the project resolves from by default. Without it, the new
 project takes the SDK from where this one came from (`SdkSource.of_this_sdk`).
 
-The project's tests need the manager too (`jobnik-sdk[testing]`: FakeJobnik serves it
-in-process), from the same place: the jobnik-manager wheel beside the SDK's (its source
-directory beside the SDK's), the same git repository, the same index.
+The SDK needs jobnik-protocol (the API's vocabulary, which the manager shares), and the
+project's tests need the manager (`jobnik-sdk[testing]`: FakeJobnik serves it
+in-process); both come from the same place as the SDK: their wheels beside the SDK's
+(their source directories beside the SDK's), the same git repository, the same index.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from ._errors import ScaffoldError
 Kind = Literal["wheel", "project", "git", "index", "url", "default-index"]
 
 WHEELS = "wheels"
+# What a project takes from the SDK's source, each with the directory of its sources in
+# the repository (beside the SDK's) and why: the SDK first.
+PACKAGES = (
+    ("jobnik-sdk", "sdk", "the SDK"),
+    ("jobnik-protocol", "protocol", "the SDK's vocabulary, shared with the manager"),
+    ("jobnik-manager", "manager", "the manager, which the tests run in-process"),
+)
 
 
 @dataclass(frozen=True)
@@ -118,24 +126,22 @@ class SdkSource:
         }[self.kind]
 
     def install(self, project: Path) -> str:
-        """Put what the source needs into `project` (a wheel into wheels/) and return the
-        pyproject.toml block that points jobnik-sdk at it."""
+        """Put what the source needs into `project` (wheels into wheels/) and return the
+        pyproject.toml block that points jobnik-sdk (and the packages that come with it,
+        `PACKAGES`) at it."""
         if self.kind in ("wheel", "project"):
-            wheel, manager = self._wheels_into(project / WHEELS)
+            wheels = self._wheels_into(project / WHEELS)
             return _block(
                 "wheels in wheels/ (the manager's for the tests alone), committed with\n"
                 "# the project; to upgrade, put the new wheels there, name them here and run\n"
                 "# `uv lock`",
-                f'jobnik-sdk = {{ path = "{WHEELS}/{wheel.name}" }}',
-                f'jobnik-manager = {{ path = "{WHEELS}/{manager.name}" }}',
+                *(f'{name} = {{ path = "{WHEELS}/{wheel.name}" }}' for name, wheel in wheels),
             )
         if self.kind == "git":
             entries = []
-            for name, subdirectory in (
-                ("jobnik-sdk", self.subdirectory),
-                ("jobnik-manager", _beside(self.subdirectory)),
-            ):
+            for name, directory, _ in PACKAGES:
                 fields = [f'git = "{self.location}"']
+                subdirectory = _beside(self.subdirectory, directory)
                 if subdirectory:
                     fields.append(f'subdirectory = "{subdirectory}"')
                 if self.rev:
@@ -145,14 +151,16 @@ class SdkSource:
                 "its git repository (the Dockerfile's build stage then needs git)", *entries
             )
         if self.kind == "url":
-            head, _, name = self.location.rpartition("/")
-            beside = f"{head}/{name.replace('jobnik_sdk-', 'jobnik_manager-', 1)}"
+            head, _, wheel = self.location.rpartition("/")
             return _block(
-                "wheels at URLs (the manager's, published beside the SDK's, for the tests)",
-                f'jobnik-sdk = {{ url = "{self.location}" }}',
-                f'jobnik-manager = {{ url = "{beside}" }}',
+                "wheels at URLs (the others published beside the SDK's)",
+                *(
+                    f'{name} = {{ url = "{head}/{_wheel_of(name, wheel)}" }}'
+                    for name, _, _ in PACKAGES
+                ),
             )
         if self.kind == "index":
+            by_index = "".join(f'{name} = {{ index = "jobnik" }}\n' for name, _, _ in PACKAGES)
             return (
                 "# Where jobnik-sdk comes from: a package index of its own; everything else\n"
                 "# comes from the default index.\n"
@@ -161,37 +169,46 @@ class SdkSource:
                 f'url = "{self.location}"\n'
                 "explicit = true\n"
                 "\n"
-                "[tool.uv.sources]\n"
-                'jobnik-sdk = { index = "jobnik" }\n'
-                'jobnik-manager = { index = "jobnik" }\n'
+                "[tool.uv.sources]\n" + by_index
             )
         return (
-            "# jobnik-sdk (and jobnik-manager, for the tests) come from the default package\n"
-            "# index, like every other dependency.\n"
+            "# jobnik-sdk (with jobnik-protocol, and jobnik-manager for the tests) comes from\n"
+            "# the default package index, like every other dependency.\n"
         )
 
-    def _wheels_into(self, wheels: Path) -> tuple[Path, Path]:
-        """The SDK's wheel and the manager's, copied (or built) into `wheels`."""
+    def _wheels_into(self, wheels: Path) -> list[tuple[str, Path]]:
+        """The wheels of `PACKAGES`, copied (or built) into `wheels`, by name."""
         wheels.mkdir(parents=True, exist_ok=True)
+        found: list[tuple[str, Path]] = []
         if self.kind == "wheel":
             sdk = Path(self.location)
-            version = sdk.name.split("-")[1]
-            beside = sorted(sdk.parent.glob(f"jobnik_manager-{version}-*.whl"))
-            if not beside:
+            for name, _, why in PACKAGES:
+                beside = sorted(sdk.parent.glob(_wheel_of(name, sdk.name, any_tag=True)))
+                if not beside:
+                    raise ScaffoldError(
+                        f"no {_wheel_of(name, sdk.name, any_tag=True)} beside {sdk}: a project "
+                        f"needs {why}; build it with `uv build --package {name}` and put it there"
+                    )
+                found.append((name, Path(shutil.copy2(beside[-1], wheels))))
+            return found
+        sdk_source = Path(self.location)
+        for name, directory, why in PACKAGES:
+            source = sdk_source if name == "jobnik-sdk" else sdk_source.parent / directory
+            if not (source / "pyproject.toml").is_file():
                 raise ScaffoldError(
-                    f"no jobnik_manager-{version}-*.whl beside {sdk}: a project's tests run "
-                    "the manager in-process (jobnik-sdk[testing]); build it with "
-                    "`uv build --package jobnik-manager` and put it there"
+                    f"no {directory}/ source directory beside {sdk_source}: a project needs "
+                    f"{why}; name the SDK's wheel with --sdk-source, with the others beside it"
                 )
-            return Path(shutil.copy2(sdk, wheels)), Path(shutil.copy2(beside[-1], wheels))
-        source = Path(self.location)
-        manager = source.parent / "manager"
-        if not (manager / "pyproject.toml").is_file():
-            raise ScaffoldError(
-                f"no manager source directory beside {source}: a project's tests run the "
-                "manager in-process (jobnik-sdk[testing]); name a wheel with --sdk-source"
-            )
-        return _built_into(source, wheels), _built_into(manager, wheels)
+            found.append((name, _built_into(source, wheels)))
+        return found
+
+
+def _wheel_of(name: str, sdk_wheel: str, *, any_tag: bool = False) -> str:
+    """The file name of `name`'s wheel of the same version as the SDK's wheel (a glob of
+    any build tags when `any_tag`)."""
+    version = sdk_wheel.split("-")[1]
+    rest = "*.whl" if any_tag else sdk_wheel.split("-", 2)[2]
+    return f"{name.replace('-', '_')}-{version}-{rest}"
 
 
 def _built_into(source: Path, wheels: Path) -> Path:
@@ -201,9 +218,13 @@ def _built_into(source: Path, wheels: Path) -> Path:
         return Path(shutil.copy2(built, wheels))
 
 
-def _beside(subdirectory: str | None) -> str:
-    """The manager's subdirectory in a repository where the SDK is at `subdirectory`."""
-    return str(PurePosixPath(subdirectory).parent / "manager") if subdirectory else "manager"
+def _beside(sdk_subdirectory: str | None, directory: str) -> str | None:
+    """The subdirectory of `directory` in a repository where the SDK is at
+    `sdk_subdirectory` (none: the SDK at the root, the others then nowhere named)."""
+    if directory == "sdk":
+        return sdk_subdirectory
+    parent = PurePosixPath(sdk_subdirectory).parent if sdk_subdirectory else PurePosixPath()
+    return str(parent / directory)
 
 
 def _block(what: str, *entries: str) -> str:

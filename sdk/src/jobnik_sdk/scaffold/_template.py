@@ -49,12 +49,13 @@ class Renamer:
         return PurePosixPath(*(self(part) for part in relative.parts))
 
 
-# The template's pyproject.toml takes the SDK (and the manager, for its tests) from the
-# workspace; a project of its own takes them from where `jobnik-worker new` was told.
+# The template's pyproject.toml takes the SDK (with the protocol, and the manager for its
+# tests) from the workspace; a project of its own takes them from where `jobnik-worker new`
+# was told.
 # This is the block it replaces: the comment above the table, the table and its entries.
 _SOURCES_BLOCK = re.compile(
     r"(?:^#[^\n]*\n)*^\[tool\.uv\.sources\]\njobnik-sdk = \{ workspace = true \}\n"
-    r"(?:jobnik-manager = \{ workspace = true \}\n)?",
+    r"(?:jobnik-(?:protocol|manager) = \{ workspace = true \}\n)*",
     re.M,
 )
 

@@ -1,15 +1,11 @@
-"""The Jobnik API's vocabulary, as both of its sides use it: statuses, priorities and the
-retry delay rule.
-
-The manager imports this module too (the SDK never imports the manager), so the values
-a client sends and reads are defined once. Standard library only.
+"""The Jobnik API's vocabulary, as both of its sides use it: statuses, priorities, the
+reasons the manager gives, and an event's JSON. Standard library only.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 
 class _Status(StrEnum):
@@ -119,29 +115,3 @@ def event_json(body: dict[str, Any]) -> dict[str, Any]:
     """An event's JSON (camelCase, nulls kept) as the API answers it: an added entry's
     keys and its principal only where they are set."""
     return {k: v for k, v in body.items() if k not in OPTIONAL_EVENT_KEYS or v is not None}
-
-
-class DelayRule(Protocol):
-    """A retry policy as both sides hold it (the SDK's model, the manager's value)."""
-
-    @property
-    def initial_delay(self) -> timedelta: ...
-    @property
-    def multiplier(self) -> float: ...
-    @property
-    def max_delay(self) -> timedelta: ...
-
-
-def retry_delay(policy: DelayRule, failed_attempts: int) -> timedelta:
-    """The wait after the `failed_attempts`-th failed attempt, none before the first:
-    `min(initial_delay * multiplier ** (n - 1), max_delay)`, multiplied step by step so
-    that no attempt count can overflow a float power."""
-    if failed_attempts < 1:
-        return timedelta(0)
-    cap = policy.max_delay.total_seconds()
-    seconds = policy.initial_delay.total_seconds()
-    for _ in range(failed_attempts - 1):
-        if seconds >= cap:
-            break
-        seconds *= policy.multiplier
-    return timedelta(seconds=min(seconds, cap))
