@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jobnik_protocol.logs import log_context
 
+from ..asgi import HttpMiddleware
 from ..db.engine import Database
 from ..domain.auth import (
     Action,
@@ -109,7 +110,7 @@ def listing_owner() -> str | None:
     return principal.name if principal is not None and principal.role is Role.PRODUCER else None
 
 
-class Authenticator:
+class Authenticator(HttpMiddleware):
     def __init__(
         self,
         app: ASGIApp,
@@ -119,18 +120,13 @@ class Authenticator:
         *,
         max_body_bytes: int,
     ) -> None:
-        self.app = app
+        super().__init__(app)
         self.api = api
         self.routes = routes
         self.open = _OPEN | ({"/metrics"} if open_metrics else set())
         self.max_body_bytes = max_body_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # A lifespan scope has no path and must reach the app, which starts its
-        # background loops on it; a websocket finds no route there and is closed.
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         if path in self.open or path.startswith(_OPEN_PREFIXES):
             await self.app(scope, receive, send)

@@ -22,6 +22,7 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..asgi import HttpMiddleware
 from .body_scan import Refusal, Unreadable, parse
 
 INBOUND_KEY = "jobnik.inbound"
@@ -120,15 +121,12 @@ def inbound(scope: Scope) -> Inbound:
     return found
 
 
-class RequestEdge:
+class RequestEdge(HttpMiddleware):
     def __init__(self, app: ASGIApp, *, limits: Limits) -> None:
-        self.app = app
+        super().__init__(app)
         self.limits = limits
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         edge = Inbound(scope, receive, self.limits)
         scope[INBOUND_KEY] = edge
         await self.app(scope, edge.receive, send)

@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..asgi import HttpMiddleware
 from .body_scan import Refusal, invalid, larger_than, printable, unstorable
 from .edge import Limits, Read, inbound
 from .errors import error_body
@@ -25,15 +26,12 @@ from .errors import error_body
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-class InputGuard:
+class InputGuard(HttpMiddleware):
     def __init__(self, app: ASGIApp, *, limits: Limits) -> None:
-        self.app = app
+        super().__init__(app)
         self.limits = limits
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         edge = inbound(scope)
         refusal, length = _request_line(scope)
         if refusal is None and length is not None and length > self.limits.max_bytes:

@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jobnik_protocol.logs import log_context
 
+from ..asgi import HttpMiddleware
 from .metrics import HTTP_REQUESTS, HTTP_SECONDS
 
 # A path parameter's name, as the log fields name the ids.
@@ -60,16 +61,13 @@ def _pattern(template: str) -> str:
     )
 
 
-class RequestMetrics:
+class RequestMetrics(HttpMiddleware):
     def __init__(self, app: ASGIApp, routes: RouteTemplates, log_ids: bool = False) -> None:
-        self.app = app
+        super().__init__(app)
         self.routes = routes
         self.log_ids = log_ids
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         began = time.perf_counter()
         route, params = self.routes.resolve(scope)
         status = 500  # unless the app answers
