@@ -11,7 +11,8 @@
 #   1. builds the SDK's sdist and, from it, its wheel, and the protocol's and the
 #      manager's wheels;
 #   2. scaffolds two workers, for the stage types tile-render and tile-publish, with
-#      the scaffold run from that wheel (`uvx --from <wheel> jobnik-worker new ...`);
+#      the scaffold run from that wheel (`uvx --from <wheel> --with <protocol's wheel>
+#      jobnik-worker new ...`);
 #   3. runs `uv run pytest` in each;
 #   4. installs both into one environment, starts a manager (the repository's, on a
 #      SQLite file in WORKDIR) and both workers side by side, and runs a two-stage job,
@@ -85,8 +86,10 @@ unzip -l "$WHEEL" | grep -c 'jobnik_sdk/_template/' | sed 's/^/   template files
 
 cd "$WORK"
 step "2. two workers, scaffolded from the wheel alone"
-uvx --from "$WHEEL" jobnik-worker new tile-render --stage-type tile-render
-uvx --from "$WHEEL" jobnik-worker new tile-publish --stage-type tile-publish --sdk-source "$WHEEL"
+# The SDK's command, with the protocol's wheel it needs (no index serves it).
+uvx --from "$WHEEL" --with "$PROTOCOL_WHEEL" jobnik-worker new tile-render --stage-type tile-render
+uvx --from "$WHEEL" --with "$PROTOCOL_WHEEL" jobnik-worker new tile-publish \
+  --stage-type tile-publish --sdk-source "$WHEEL"
 for project in tile-render tile-publish; do
   grep -A1 '^\[tool.uv.sources\]' "$project/pyproject.toml" | tail -1 | sed "s/^/   $project: /"
 done

@@ -166,7 +166,9 @@ def test_a_scaffolded_worker_project_builds_from_its_own_directory(
         run("uv", "build", "--package", package, "--wheel", "--out-dir", str(tmp_path / "dist"))
     wheel = next((tmp_path / "dist").glob("jobnik_sdk-*.whl"))
     subprocess.run(
-        ["uvx", "--from", str(wheel), "jobnik-worker", "new", "map-export",
+        ["uvx", "--from", str(wheel),
+         "--with", str(next((tmp_path / "dist").glob("jobnik_protocol-*.whl"))),
+         "jobnik-worker", "new", "map-export",
          "--stage-type", "map-export", "--sdk-source", str(wheel)],
         cwd=tmp_path, check=True, capture_output=True, env=_environment(),
     )  # fmt: skip
