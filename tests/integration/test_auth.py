@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy import func, select
 
@@ -336,7 +337,13 @@ async def test_the_apps_lifespan_runs_with_auth_on_through_every_middleware(
     # fails on a lifespan scope leaves a server answering requests with none of them.
     settings = Settings(database_url=db.url, auth="on", metrics=True, auth_metrics=True)
     app = create_app(settings, database=db, tracer_provider=TracerProvider() if traced else None)
-    assert await lifespan(app) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    try:
+        assert await lifespan(app) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    finally:
+        if traced:
+            # The statements' instrumentation is the process's: a later test that traces
+            # (test_tracing.py) must install its own.
+            SQLAlchemyInstrumentor().uninstrument()
 
 
 # Bodies no parser should be trusted with: nesting past the parser's depth, spelled at
