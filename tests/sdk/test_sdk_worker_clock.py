@@ -50,6 +50,12 @@ class ManualClock:
             if due <= self._now and not woken.done():
                 woken.set_result(None)
 
+    async def run(self) -> None:
+        """Let time pass, 50 ms of it every 10 ms, until cancelled."""
+        while True:
+            await asyncio.sleep(0.01)
+            self.advance(0.05)
+
 
 class Beats(PassThrough):
     """Passes every call to the fake, counting the batch heartbeats it answered."""
@@ -109,10 +115,16 @@ async def run_held_task(advances: list[float]) -> tuple[Any, bool]:
 
             await eventually(beaten, "the heartbeat due")
         if cancelled.is_set():
-            return await fake.get_task(created.id), True
-        release.set()
-        done = in_status(fake, created.id, TaskStatus.COMPLETED)
-        return await eventually(done, "the task to complete"), False
+            result = await fake.get_task(created.id), True
+        else:
+            release.set()
+            done = in_status(fake, created.id, TaskStatus.COMPLETED)
+            result = await eventually(done, "the task to complete"), False
+        # The worker stops on its clock too (a poll's pause, a report's linger): time
+        # must pass for it, and nothing else moves this clock now.
+        ticking = asyncio.create_task(clock.run())
+    ticking.cancel()
+    return result
 
 
 async def test_heartbeats_keep_a_claim_for_twice_its_lease_without_sleeping() -> None:
