@@ -3,6 +3,8 @@ context builders."""
 
 from __future__ import annotations
 
+import asyncio
+import random
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -16,6 +18,7 @@ from jobnik_sdk import (
     IllegalTransitionError,
     JobnikClient,
     JobnikValidationError,
+    JobStatus,
     LeaseLostError,
     NewStage,
     NewTask,
@@ -23,6 +26,7 @@ from jobnik_sdk import (
     NotFoundError,
     RequestRetryPolicy,
     TaskContext,
+    TaskHeartbeat,
     TaskRetryPolicy,
     TaskStatus,
 )
@@ -169,3 +173,20 @@ def test_the_clock_moves_only_forward_and_advance_is_kept_with_a_warning() -> No
     with pytest.warns(DeprecationWarning, match="clock.advance"):
         fake.advance(timedelta(hours=1))
     assert clock.now() - before >= timedelta(hours=2)
+
+
+async def test_requests_their_callers_gave_up_on_finish_and_the_manager_answers_on() -> None:
+    # A heartbeat past its deadline is cancelled by its Worker. The manager finishes the
+    # request as a server would: cut off inside its transaction, it would keep SQLite's
+    # write lock, and every later request would wait for it.
+    fake = FakeJobnik()
+    job = await fake.create_job("gave-up", stages=[NewStage(type="gave-up", tasks=[NewTask()])])
+    [task] = (await fake.claim_with_context("gave-up")).items
+    beat = [TaskHeartbeat(task_id=task.id, lease_id=task.lease_id)]
+    rng = random.Random(7)
+    for _ in range(100):
+        sent = asyncio.create_task(fake.heartbeat_many(beat))
+        await asyncio.sleep(rng.random() * 0.004)
+        sent.cancel()
+    answered = await asyncio.wait_for(fake.get_job(job.id), 20)
+    assert answered.status is JobStatus.IN_PROGRESS

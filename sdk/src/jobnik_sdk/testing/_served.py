@@ -42,6 +42,7 @@ class Served:
         self._in_flight = 0
         self._idle: asyncio.TimerHandle | None = None
         self._closing: asyncio.Future[None] | None = None
+        self._unanswered: set[asyncio.Future[httpx.Response]] = set()
 
     async def answer(self, method: str, url: str, headers: Headers, body: bytes) -> Answer:
         """The app's answer to one request."""
@@ -53,13 +54,15 @@ class Served:
             await self.maintain()
             request = httpx.Request(method, url, headers=headers, content=body)
             answering = asyncio.ensure_future(self._asgi.handle_async_request(request))
-            try:
-                while not answering.done():
-                    await asyncio.wait([answering], timeout=TICK)
-                    if not answering.done():
-                        await self.maintain()
-            finally:
-                answering.cancel()  # when the caller gave up
+            # A caller that gives up (a heartbeat past its deadline) leaves the request to
+            # finish, as a server does: cancelled inside its transaction, it would leave
+            # SQLite's write lock held by a connection never given back.
+            self._unanswered.add(answering)
+            answering.add_done_callback(self._answered)
+            while not answering.done():
+                await asyncio.wait([answering], timeout=TICK)
+                if not answering.done():
+                    await self.maintain()
             response = answering.result()
             return response.status_code, response.headers.raw, await response.aread()
         finally:
@@ -88,9 +91,15 @@ class Served:
         except Exception:
             log.exception("the fake manager's maintenance failed")
 
+    def _answered(self, answering: asyncio.Future[httpx.Response]) -> None:
+        self._unanswered.discard(answering)
+        if self._in_flight == 0 and not self._unanswered and self._idle is None:
+            self._idle = asyncio.get_running_loop().call_later(IDLE, self._close_idle)
+
     def _close_idle(self) -> None:
         self._idle = None
-        if self._in_flight == 0 and (self._tick is None or self._tick.done()):
+        quiet = self._in_flight == 0 and not self._unanswered
+        if quiet and (self._tick is None or self._tick.done()):
             # Closes the connections now in the pool; the next request opens new ones.
             self._closing = asyncio.ensure_future(self.database.engine.dispose())
 
