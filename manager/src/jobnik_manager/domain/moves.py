@@ -63,7 +63,6 @@ EVENT_COLUMNS = (
     "principal",
 )
 
-Status = JobStatus | StageStatus | TaskStatus
 _STATUS_OF: dict[Entity, type[JobStatus] | type[StageStatus] | type[TaskStatus]] = {
     Entity.JOB: JobStatus,
     Entity.STAGE: StageStatus,
@@ -104,8 +103,8 @@ class Move:
         """A job or stage starts at its first IN_PROGRESS (its start time, if none yet)."""
         return self.entity is not Entity.TASK and self.target == "IN_PROGRESS"
 
-    def columns(self, now: Any) -> dict[str, Any]:
-        """The columns the move writes (`now`: a time, or the SQL expression of one).
+    def columns(self, now: datetime) -> dict[str, Any]:
+        """The columns the move writes.
 
         A final status ends the row, a way out of one (a replay) takes its end back; a
         final task leaves the claim index in the same write that settles it, so one made
@@ -128,8 +127,8 @@ class Move:
         *,
         job_id: uuid.UUID,
         entity_id: uuid.UUID,
-        now: Any,
-        principal: Any,
+        now: datetime,
+        principal: str | None,
         stage_id: uuid.UUID | None = None,
         attempt: int | None = None,
         lease_id: uuid.UUID | None = None,
