@@ -189,3 +189,27 @@ async def test_the_fast_lane_claims_and_reports_as_the_routes_do(db: Database) -
     statuses = [status for status, _, _ in with_lane]
     assert statuses.count(200) >= 5 and 400 in statuses
     await assert_invariants(db)
+
+
+async def test_a_method_the_fast_paths_do_not_take_is_refused_405_and_changes_nothing(
+    db: Database, api: Api
+) -> None:
+    # The router gives a route every request of its path (a partial match for another
+    # method): a fast route must not answer one as its own.
+    _, stage, [task] = await api.one_stage_job(unique("method"))
+    claim = {"stageTypes": [stage["type"]], "limit": 1}
+    calls = [
+        ("TRACE", "/v1/tasks/claim", claim),
+        ("GET", "/v1/tasks/claim", claim),
+        ("TRACE", "/v1/tasks/reports", {"reports": [{"taskId": task["id"], "status": "FAILED"}]}),
+        ("TRACE", f"/v1/tasks/{task['id']}/status", {"status": "FAILED"}),
+        ("TRACE", f"/v1/stages/{stage['type']}/tasks/dequeue", None),
+        ("POST", f"/v1/stages/{stage['type']}/tasks/dequeue", None),
+    ]
+    for method, path, body in calls:
+        answer = await api.http.request(method, path, json=body)
+        assert answer.status_code == 405, (method, path, answer.text)
+        assert answer.json()["code"] == "METHOD_NOT_ALLOWED"
+        assert method not in answer.headers["allow"]
+    assert (await api.task(task["id"]))["status"] == "PENDING"
+    await assert_invariants(db)

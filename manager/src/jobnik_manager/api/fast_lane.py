@@ -71,7 +71,10 @@ class FastRoute(Route):
         return super().matches(scope)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        work = None if scope["query_string"] else await self.take(scope, receive)
+        # The router hands a route the requests of other methods on its path too (a
+        # partial match): those are FastAPI's to refuse, as any other route's are.
+        ours = scope["method"] in (self.methods or ())
+        work = await self.take(scope, receive) if ours and not scope["query_string"] else None
         if work is None:
             # To FastAPI's route, as though this one were not there.
             scope[_PASSED] = True
