@@ -434,7 +434,9 @@ def test_a_restarted_manager_container_loses_nothing(stack: Stack) -> None:
 # --- Prometheus ------------------------------------------------------------------
 
 
-def wait_for_claim(url: str, job_id: str, seconds: float = 30) -> dict[str, Any]:
+# Room for the queue ahead of it (a retry, a time limit run past) and for an idle worker
+# that missed a wake-up, which claims at its next safety poll (every 30 s).
+def wait_for_claim(url: str, job_id: str, seconds: float = 75) -> dict[str, Any]:
     deadline = time.monotonic() + seconds
     while True:
         (task,) = tasks_of(url, job_id)
