@@ -13,7 +13,12 @@ on the one given with --url (dropped and recreated first!, and left for inspecti
     each over a keep-alive connection of its own; the client is scripts/bench_http.py, a
     bare HTTP/1.1 writer with httptools parsing the answers, because httpx cost as much
     CPU per request as the manager and competed with it for the machine;
+  * v1read: the same loops as a reference v1 worker runs them, reading the task's
+    stage and its job before each task (dequeue, GET stage, GET job, PUT);
   * batch: 4 loops of `claim(limit=100)` + `report_many`, by hand with the SDK client.
+
+With --analyze, each drained job's tasks are ANALYZEd once created (PostgreSQL); without
+it the drain runs on a stage the planner has no statistics for yet.
 
 With --compare-history N the sdk drain runs on two databases side by side, one empty
 and one holding N finished tasks of the drained stage types, in turn within every run;
@@ -76,7 +81,7 @@ SERVER = "postgresql+asyncpg://postgres@127.0.0.1:5432"
 DEFAULT_URL = f"{SERVER}/jobnik_drain_{os.getpid()}"
 # Where the ceiling is measured when the drains run on SQLite.
 CEILING_URL_FOR_SQLITE = f"{SERVER}/jobnik_drain_ceiling_{os.getpid()}"
-MODES = ("create", "sdk", "v1", "batch")
+MODES = ("create", "sdk", "v1", "v1read", "batch")
 CHILD = "--drain-child"  # hidden sub-command: one drain in a process of its own
 SELF = Path(__file__).resolve()
 REPO = SELF.parents[1]
@@ -460,8 +465,10 @@ async def drain_sdk(spec: dict[str, Any]) -> int:
     return handled
 
 
-async def drain_v1(spec: dict[str, Any]) -> int:
-    """Reference v1 calls only: dequeue one, report it, until dequeue answers 404.
+async def drain_v1(spec: dict[str, Any], *, read_context: bool = False) -> int:
+    """Reference v1 calls only: dequeue one, report it, until dequeue answers 404; with
+    `read_context`, its stage and its job read between the two, as the reference SDK's
+    worker does to build a handler's context.
 
     Each loop has a keep-alive connection of its own (`bench_http.Connection`, not
     httpx: see that module for why)."""
@@ -478,7 +485,16 @@ async def drain_v1(spec: dict[str, Any]) -> int:
                 return
             if status != 200:
                 raise BenchFailure(f"dequeue answered {status}: {body[:500]!r}")
-            task_id = orjson.loads(body)["id"]
+            task = orjson.loads(body)
+            task_id = task["id"]
+            if read_context:
+                status, body = await http.request("GET", f"/v1/stages/{task['stageId']}")
+                if status != 200:
+                    raise BenchFailure(f"GET stage answered {status}: {body[:500]!r}")
+                job_id = orjson.loads(body)["jobId"]
+                status, body = await http.request("GET", f"/v1/jobs/{job_id}")
+                if status != 200:
+                    raise BenchFailure(f"GET job answered {status}: {body[:500]!r}")
             status, body = await http.request(
                 "PUT", f"/v1/tasks/{task_id}/status", completed, json=True
             )
@@ -518,6 +534,7 @@ async def drain_batch(spec: dict[str, Any]) -> int:
 DRAINS: dict[str, Callable[[dict[str, Any]], Awaitable[int]]] = {
     "sdk": drain_sdk,
     "v1": drain_v1,
+    "v1read": lambda spec: drain_v1(spec, read_context=True),
     "batch": drain_batch,
 }
 
@@ -837,6 +854,7 @@ class Bench:
             "create": f"create {n:,} tasks in one call",
             "sdk": f"sdk Worker, concurrency {a.concurrency}",
             "v1": f"v1 dequeue + PUT status, {a.v1_loops} loops",
+            "v1read": f"v1 dequeue + GET stage, job + PUT, {a.v1_loops} loops",
             "batch": f"batch claim({a.batch_size}) + report_many, {a.batch_loops} loops",
         }[mode]
 
@@ -884,9 +902,13 @@ class Bench:
 
     async def drain(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
         a = self.args
-        n = min(a.tasks, a.v1_tasks) if mode == "v1" else a.tasks
+        v1 = mode in ("v1", "v1read")
+        n = min(a.tasks, a.v1_tasks) if v1 else a.tasks
         job_id, _ = await self.manager.watch(create_job(self.manager.base, stage_type, n))
         self._job = job_id
+        if a.analyze and self.pg_counters:
+            async with database(self.url) as db, db.engine.begin() as conn:
+                await conn.execute(text("ANALYZE tasks"))
         spec = {
             "mode": mode,
             "base": self.manager.base,
@@ -894,7 +916,7 @@ class Bench:
             "job_id": str(job_id),
             "tasks": n,
             "concurrency": a.concurrency,
-            "loops": a.v1_loops if mode == "v1" else a.batch_loops,
+            "loops": a.v1_loops if v1 else a.batch_loops,
             "batch_size": a.batch_size,
         }
         child = Child(spec)
@@ -1290,6 +1312,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--compare-metrics",
         action="store_true",
         help="run the modes on two managers, JOBNIK_METRICS off and on, in turn every run",
+    )
+    parser.add_argument(
+        "--analyze", action="store_true", help="ANALYZE the tasks once each drain's job is made"
     )
     parser.add_argument("--port", type=int, default=0, help="the manager's (default: a free one)")
     parser.add_argument("--keep", action="store_true", help="keep the databases made for the run")

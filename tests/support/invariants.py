@@ -34,11 +34,11 @@ async def assert_invariants_at(database_url: str) -> None:
 
 
 async def assert_invariants(db: Database) -> None:
-    """Summaries equal a recount; the claimable flag agrees with task, stage and job
-    statuses; final jobs hold no claimable task; completed jobs have only completed
-    stages, and tasks completed or cancelled; jobs and stages carry an end time exactly
-    when final, a start time once running, and a failed job its reason and the stage
-    that failed it."""
+    """Summaries and running progress equal a recount; the claimable flag agrees with
+    task, stage and job statuses; final jobs hold no claimable task; completed jobs have
+    only completed stages, and tasks completed or cancelled; jobs and stages carry an
+    end time exactly when final, a start time once running, and a failed job its reason
+    and the stage that failed it."""
     async with db.sessions() as s:
         stages = {st.id: st for st in (await s.execute(select(Stage))).scalars()}
         jobs = {j.id: j for j in (await s.execute(select(Job))).scalars()}
@@ -47,7 +47,18 @@ async def assert_invariants(db: Database) -> None:
             select(Task.stage_id, Task.status, func.count()).group_by(Task.stage_id, Task.status)
         ):
             counts[(stage_id, status)] = n
+        running: dict[object, int] = {}
+        for stage_id, total in await s.execute(
+            select(Task.stage_id, func.coalesce(func.sum(Task.progress), 0))
+            .where(Task.status == TaskStatus.IN_PROGRESS)
+            .group_by(Task.stage_id)
+        ):
+            running[stage_id] = total
         for st in stages.values():
+            assert st.running_progress == running.get(st.id, 0), (
+                f"stage {st.id} running_progress={st.running_progress} "
+                f"but its running tasks' progress sums to {running.get(st.id, 0)}"
+            )
             for status, column in SUMMARY_COLUMNS.items():
                 assert getattr(st, column) == counts.get((st.id, status), 0), (
                     f"stage {st.id} summary {column}={getattr(st, column)} "

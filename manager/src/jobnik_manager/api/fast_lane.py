@@ -1,18 +1,19 @@
 """The calls workers make per task, as plain Starlette routes ahead of FastAPI's.
 
 `PATCH /v1/stages/{stageType}/tasks/dequeue` and `PUT /v1/tasks/{taskId}/status` are
-nearly all of a v1 worker's traffic; `POST /v1/tasks/claim` and `POST /v1/tasks/reports`
-nearly all of an SDK worker's. FastAPI's dependency solving and validation of a request
-cost as much CPU as the statement each runs (the v1 drain takes nearly twice the
-manager's CPU per task through them), and sit between a woken worker and its task.
-Each of these routes takes only a request that its FastAPI route would accept as it
-stands: no query parameters, path parameters the route's own checks pass, and for the
-others a JSON body (as the edge parsed it, api/edge.py) that the route's model
-validates; it calls the route's own function with it. Anything else it hands back to
-the app's router, which passes the fast routes by this time and finds the FastAPI route,
-which answers it as ever, errors included. Being routes of the app's
-router, they are matched by it, and what their functions raise is answered by the app's
-exception handlers as from any route.
+nearly all of a v1 worker's traffic, with `GET` of the task's stage and job where the
+worker reads them around each task (the reference SDK's does); `POST /v1/tasks/claim`
+and `POST /v1/tasks/reports` nearly all of an SDK worker's. FastAPI's dependency
+solving and validation of a request cost as much CPU as the statement each runs (the
+v1 drain takes nearly twice the manager's CPU per task through them), and sit between
+a woken worker and its task. Each of these routes takes only a request that its
+FastAPI route would accept as it stands: no query parameters, path parameters the
+route's own checks pass, and for the others a JSON body (as the edge parsed it,
+api/edge.py) that the route's model validates; it calls the route's own function with
+it. Anything else it hands back to the app's router, which passes the fast routes by
+this time and finds the FastAPI route, which answers it as ever, errors included. Being
+routes of the app's router, they are matched by it, and what their functions raise is
+answered by the app's exception handlers as from any route.
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from ..db.engine import Database
 from ..dispatch.wakeups import ReadyWaiters
 from .body_scan import Refusal, Unreadable
 from .edge import Read, inbound
-from .routes.stages import dequeue
-from .routes.tasks import claim_batch, report_batch, report_task_status
+from .routes.jobs import read_job
+from .routes.stages import dequeue, read_stage
+from .routes.tasks import claim_batch, get_task, report_batch, report_task_status
 from .schemas import BatchReport, ClaimRequest, Inbound, TaskStatusReport
 
 _MAX_STAGE_TYPE = 50  # the dequeue route's Path(max_length=50)
-_task_id = TypeAdapter(uuid.UUID)
+_id = TypeAdapter(uuid.UUID)
 M = TypeVar("M", bound=Inbound)
 # What a fast route's function answers with: the route function's call, or None to hand
 # the request to the FastAPI route.
@@ -51,6 +53,9 @@ def install_fast_lane(app: FastAPI) -> None:
         ("/v1/tasks/reports", "POST"): _reports,
         ("/v1/tasks/{taskId}/status", "PUT"): _report,
         ("/v1/stages/{stageType}/tasks/dequeue", "PATCH"): _dequeue,
+        ("/v1/tasks/{taskId}", "GET"): _get_task,
+        ("/v1/stages/{stageId}", "GET"): _get_stage,
+        ("/v1/jobs/{jobId}", "GET"): _get_job,
     }
     documented: dict[str, frozenset[str]] = app.state.route_methods
     for (path, method), _ in takes.items():
@@ -102,13 +107,35 @@ async def _dequeue(scope: Scope, receive: Receive) -> Awaitable[Response] | None
     return dequeue(_db(scope), stage_type)
 
 
-async def _report(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
+def _path_id(scope: Scope, name: str) -> uuid.UUID | None:
+    """The path's id parameter, or None to let the route word the error."""
     try:
-        task_id = _task_id.validate_python(scope["path_params"]["taskId"])
+        return _id.validate_python(scope["path_params"][name])
     except ValidationError:
-        return None  # the route words the error
+        return None
+
+
+async def _report(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
+    task_id = _path_id(scope, "taskId")
+    if task_id is None:
+        return None
     payload = await _payload(scope, TaskStatusReport)
     return None if payload is None else report_task_status(_db(scope), task_id, payload)
+
+
+async def _get_task(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
+    task_id = _path_id(scope, "taskId")
+    return None if task_id is None else get_task(_db(scope), task_id)
+
+
+async def _get_stage(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
+    stage_id = _path_id(scope, "stageId")
+    return None if stage_id is None else read_stage(_db(scope), stage_id)
+
+
+async def _get_job(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
+    job_id = _path_id(scope, "jobId")
+    return None if job_id is None else read_job(_db(scope), job_id)
 
 
 async def _claim(scope: Scope, receive: Receive) -> Awaitable[Response] | None:

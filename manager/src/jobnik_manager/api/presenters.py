@@ -101,11 +101,15 @@ def task_body(t: Mapping[str, Any]) -> dict[str, Any]:
 
 def task_response(row: Any) -> Response:
     """The 200 answer of a route giving one task (`response_model=TaskOut`), from the
-    task's row: a Row, or a namespace of its columns. Extra columns are left out. Built
-    without the model, which with FastAPI's validation of it cost as much as the rest of
-    a dequeue or a report."""
-    mapping = getattr(row, "_mapping", None)
-    columns: Mapping[str, Any] = mapping if mapping is not None else vars(row)
+    task's row: a Row, a mapping or a namespace of its columns. Extra columns are left
+    out. Built without the model, which with FastAPI's validation of it cost as much as
+    the rest of a dequeue or a report."""
+    columns: Mapping[str, Any]
+    if isinstance(row, Mapping):
+        columns = row
+    else:
+        mapping = getattr(row, "_mapping", None)
+        columns = mapping if mapping is not None else vars(row)
     return json_response(task_body(columns), 200)
 
 
@@ -204,6 +208,16 @@ def job_body(
     if stages is not None:
         body["stages"] = stages
     return body
+
+
+def stage_response(st: Stage, progress: float) -> Response:
+    """The 200 answer of a route giving one stage without its tasks."""
+    return json_response(_dump(stage_out(st, progress=progress)), 200)
+
+
+def job_response(j: Job, progress: float) -> Response:
+    """The 200 answer of a route giving one job without its stages."""
+    return json_response(_dump(job_out(j, progress=progress)), 200)
 
 
 def _dump(model: JobOut | StageOut) -> dict[str, Any]:

@@ -112,6 +112,9 @@ class Stage(Base):
     # The time limit of an attempt of its tasks that bring none of their own.
     timeout_seconds: Mapped[float | None] = mapped_column(Float, default=None)
     partial: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The progress its IN_PROGRESS tasks last reported, summed: kept by a trigger on
+    # tasks (migration 0007), whatever moves them, and read, never written, here.
+    running_progress: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 # The summary, kept in step with the tasks inside every transaction that moves one: read

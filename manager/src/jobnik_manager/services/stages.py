@@ -73,6 +73,7 @@ async def insert_stage(
         percentage=0,
         # Counted here rather than by a summary UPDATE after its tasks are inserted.
         **Summary(pending=len(new.tasks)).counts(),
+        running_progress=0,
         traceparent=new.traceparent or new_traceparent(job.traceparent),
         tracestate=new.tracestate,
         creation_time=now,

@@ -51,7 +51,7 @@ async def stages_out(
 ) -> list[StageOut]:
     """The stages as answered, each with its tasks when asked (should_return_tasks) and
     they are few enough to answer inline."""
-    progress = await progress_of.of_stages(s, stages)
+    progress = progress_of.of_stages(stages)
     if not with_tasks:
         return [stage_out(st, progress=progress[st.id]) for st in stages]
     inline.check(stages)
@@ -63,7 +63,7 @@ async def jobs_out(s: AsyncSession, jobs: Sequence[Job], with_stages: bool) -> l
     """The jobs as answered, with their progress, and their stages when asked
     (should_return_stages)."""
     stages = await stages_by_job(s, [j.id for j in jobs])
-    by_job, by_stage = await progress_of.of_jobs(s, jobs, stages)
+    by_job, by_stage = progress_of.of_jobs(jobs, stages)
 
     def with_its_stages(job: Job) -> list[StageOut] | None:
         if not with_stages:

@@ -9,9 +9,11 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...db.engine import Database
 from ...db.models import Stage
 from ...domain.errors import TaskNotFound
 from ...domain.statuses import StageStatus
+from ...services import reads
 from ...services import stages as stage_service
 from ...services.claims import claim
 from ...services.loading import load_stage
@@ -19,7 +21,7 @@ from ..auth import listing_owner
 from ..create_bodies import CreateRoute, created_task_bodies, new_tasks
 from ..deps import DatabaseDep, InlineTasksDep, PageDep
 from ..idempotency import IdempotencyKeyHeader, create_once
-from ..presenters import summary_out, task_out, task_response
+from ..presenters import stage_response, summary_out, task_out, task_response
 from ..schemas import (
     MAX_LEASE_SECONDS,
     OkMessage,
@@ -64,12 +66,22 @@ async def find_stages(
 )
 async def get_stage(
     db: DatabaseDep, inline: InlineTasksDep, stageId: uuid.UUID, should_return_tasks: bool = False
-) -> StageOut:
+) -> StageOut | Response:
+    if not should_return_tasks:
+        return await read_stage(db, stageId)
+
     async def work(s: AsyncSession) -> StageOut:
         stage = await load_stage(s, stageId)
         return (await stages_out(s, [stage], inline, should_return_tasks))[0]
 
     return await in_transaction(db, work)
+
+
+async def read_stage(db: Database, stage_id: uuid.UUID) -> Response:
+    """GET /v1/stages/{stageId} without its tasks (also the fast lane's): a key lookup
+    answered without the model, as the reference SDK's worker reads the stage of every
+    task it runs."""
+    return stage_response(*await reads.stage(db, stage_id))
 
 
 @router.get("/{stageId}/summary", response_model=SummaryOut, responses=ERRORS)

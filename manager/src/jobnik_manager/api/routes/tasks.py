@@ -15,11 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ...db.models import Task
 from ...domain.errors import DomainError
 from ...domain.statuses import TaskStatus
-from ...services import task_events
+from ...services import reads, task_events
 from ...services import tasks as task_service
 from ...services.claims import Claimed, claim
 from ...services.leases import Beat, heartbeat, heartbeats
-from ...services.loading import load_task
 from ...services.reports import Report, report, settle
 from ..auth import listing_owner
 from ..deps import CreatedDep, DatabaseDep, PageDep, WaitersDep
@@ -207,11 +206,10 @@ async def find_tasks(
 
 
 @router.get("/{taskId}", response_model=TaskOut, response_model_exclude_none=True, responses=ERRORS)
-async def get_task(db: DatabaseDep, taskId: uuid.UUID) -> TaskOut:
-    async def work(s: AsyncSession) -> TaskOut:
-        return task_out(await load_task(s, taskId))
-
-    return await in_transaction(db, work)
+async def get_task(db: DatabaseDep, taskId: uuid.UUID) -> Response:
+    # A key lookup answered without the model (also the fast lane's): a v1 worker may
+    # read its task around every run.
+    return task_response(await reads.task(db, taskId))
 
 
 add_user_metadata_route(router, Task, "taskId", "TASK_MODIFIED_SUCCESSFULLY")

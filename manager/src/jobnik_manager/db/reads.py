@@ -1,0 +1,75 @@
+"""One job, stage or task by its key, as a statement of its own: on PostgreSQL, run
+directly on asyncpg (db/sql/read.sql, db/direct.py); on SQLite, in a short transaction.
+
+These are the reads a v1 worker makes around each task (the reference SDK reads the
+task's stage and its job before every handler), so each costs a key lookup and no
+more: no session, no ORM identity map, no walk of the stage's tasks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from .direct import DirectStatement
+from .engine import Database
+from .models import JOBS, STAGES, TASKS, Job, Stage
+from .queries import queries, statement
+from .records import model_values
+
+
+@cache
+def _read(name: str) -> DirectStatement:
+    return statement(queries("read")[name])
+
+
+async def task_columns(db: Database, task_id: uuid.UUID) -> Mapping[str, Any] | None:
+    """The task's columns by name, or None."""
+    if db.is_sqlite:
+
+        async def read(s: AsyncSession) -> Mapping[str, Any] | None:
+            row = (await s.execute(select(TASKS).where(TASKS.c.id == task_id))).first()
+            return None if row is None else dict(row._mapping)
+
+        return await db.transaction(read)
+    rows = await db.direct(_read("task"), {"id": task_id}, replay_safe=True)
+    return dict(rows[0].items()) if rows else None
+
+
+async def stage(db: Database, stage_id: uuid.UUID) -> Stage | None:
+    """The stage (detached), or None."""
+    if db.is_sqlite:
+
+        async def read(s: AsyncSession) -> Stage | None:
+            row = (await s.execute(select(STAGES).where(STAGES.c.id == stage_id))).first()
+            return None if row is None else Stage(**row._mapping)
+
+        return await db.transaction(read)
+    rows = await db.direct(_read("stage"), {"id": stage_id}, replay_safe=True)
+    return Stage(**model_values(STAGES, rows[0])) if rows else None
+
+
+async def job_and_stages(db: Database, job_id: uuid.UUID) -> tuple[Job, list[Stage]] | None:
+    """The job and all its stages in order (detached), or None."""
+    if db.is_sqlite:
+
+        async def read(s: AsyncSession) -> tuple[Job, list[Stage]] | None:
+            job = (await s.execute(select(JOBS).where(JOBS.c.id == job_id))).first()
+            if job is None:
+                return None
+            stages = await s.execute(
+                select(STAGES).where(STAGES.c.job_id == job_id).order_by(STAGES.c.stage_order)
+            )
+            return Job(**job._mapping), [Stage(**r._mapping) for r in stages]
+
+        return await db.transaction(read)
+    jobs = await db.direct(_read("job"), {"id": job_id}, replay_safe=True)
+    if not jobs:
+        return None
+    stages = await db.direct(_read("stages_of_job"), {"id": job_id}, replay_safe=True)
+    return Job(**model_values(JOBS, jobs[0])), [Stage(**model_values(STAGES, r)) for r in stages]
