@@ -16,6 +16,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..domain.statuses import StageStatus
+from ..domain.summary import COUNTERS
 from .direct import DirectStatement
 from .engine import Database
 from .models import JOBS, STAGES, TASKS, Job, Stage
@@ -55,7 +57,8 @@ async def stage(db: Database, stage_id: uuid.UUID) -> Stage | None:
 
 
 async def job_and_stages(db: Database, job_id: uuid.UUID) -> tuple[Job, list[Stage]] | None:
-    """The job and all its stages in order (detached), or None."""
+    """The job and its stages (detached; on PostgreSQL holding only what the job's
+    progress reads of them), or None."""
     if db.is_sqlite:
 
         async def read(s: AsyncSession) -> tuple[Job, list[Stage]] | None:
@@ -68,8 +71,28 @@ async def job_and_stages(db: Database, job_id: uuid.UUID) -> tuple[Job, list[Sta
             return Job(**job._mapping), [Stage(**r._mapping) for r in stages]
 
         return await db.transaction(read)
-    jobs = await db.direct(_read("job"), {"id": job_id}, replay_safe=True)
-    if not jobs:
+    rows = await db.direct(_job_statement(), {"id": job_id}, replay_safe=True)
+    if not rows:
         return None
-    stages = await db.direct(_read("stages_of_job"), {"id": job_id}, replay_safe=True)
-    return Job(**model_values(JOBS, jobs[0])), [Stage(**model_values(STAGES, r)) for r in stages]
+    stages = [
+        Stage(
+            **{name: r[f"stage_{name}"] for name in _JOB_STAGE_COLUMNS},
+            status=StageStatus(r["stage_status"]),
+        )
+        for r in rows
+        if r["stage_status"] is not None
+    ]
+    return Job(**model_values(JOBS, rows[0])), stages
+
+
+# What a job's progress reads of each of its stages (services/progress.py).
+_JOB_STAGE_COLUMNS = ("running_progress", *COUNTERS)
+
+
+@cache
+def _job_statement() -> DirectStatement:
+    sql = queries("read")["job"]
+    missing = [c for c in ("status", *_JOB_STAGE_COLUMNS) if f"AS stage_{c}" not in sql]
+    if missing:
+        raise AssertionError(f"read.sql's job reads no stage_{missing[0]}")
+    return statement(sql)

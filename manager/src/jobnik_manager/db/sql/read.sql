@@ -9,8 +9,14 @@ SELECT * FROM tasks WHERE id = :id::uuid
 SELECT * FROM stages WHERE id = :id::uuid
 
 -- name: job
-SELECT * FROM jobs WHERE id = :id::uuid
-
--- name: stages_of_job
--- A job's stages by the job's key (the unique (job_id, stage_order) index), in order.
-SELECT * FROM stages WHERE job_id = :id::uuid ORDER BY stage_order
+-- The job, once per stage, with what its progress needs of each stage (its status, its
+-- summary counters and running progress, as stage_<column>); one row with NULLs there
+-- for a job without stages.
+SELECT jobs.*,
+       stages.status AS stage_status, stages.running_progress AS stage_running_progress,
+       stages.pending AS stage_pending, stages.in_progress AS stage_in_progress,
+       stages.completed AS stage_completed, stages.failed AS stage_failed,
+       stages.created AS stage_created, stages.retried AS stage_retried,
+       stages.aborted AS stage_aborted
+FROM jobs LEFT JOIN stages ON stages.job_id = jobs.id
+WHERE jobs.id = :id::uuid
