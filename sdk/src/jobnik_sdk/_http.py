@@ -79,11 +79,22 @@ class Http:
             return explicit
         return str(uuid.uuid4()) if self._auto_keys else None
 
-    async def create(self, path: str, body: Any, *, idempotency_key: str | None) -> Any:
+    async def create(
+        self,
+        path: str,
+        body: Any,
+        *,
+        idempotency_key: str | None,
+        params: Mapping[str, ParamValue] | None = None,
+    ) -> Any:
         """POST a create call under `idempotency_key` (or an automatic one), so that it is
         retried like any create; the answer's JSON."""
         response = await self.request(
-            "POST", path, json=body, idempotency_key=self.idempotency_key(idempotency_key)
+            "POST",
+            path,
+            json=body,
+            params=params,
+            idempotency_key=self.idempotency_key(idempotency_key),
         )
         return response.json()
 

@@ -74,12 +74,22 @@ async def find_jobs(
     return await in_transaction(db, work)
 
 
+# Extension: a create of many tasks may be answered without them (its stages' summaries
+# count them), sparing both sides the encoding and parsing of every task. An answer
+# stored under an idempotency key is answered again as it was first given.
+ReturnTasksQuery = Annotated[
+    bool,
+    Query(description="Extension: false answers the created stages without their tasks."),
+]
+
+
 @router.post("", response_model=JobOut, **CREATES)
 async def create_job(
     db: DatabaseDep,
     request: Request,
     payload: JobCreate,
     idempotency_key: IdempotencyKeyHeader = None,
+    should_return_tasks: ReturnTasksQuery = True,
 ) -> Response:
     new = await new_job(payload)
 
@@ -91,7 +101,11 @@ async def create_job(
         return job_body(
             created.job,
             [
-                stage_body(c.stage, await created_task_bodies(c.tasks), new=True)
+                stage_body(
+                    c.stage,
+                    await created_task_bodies(c.tasks) if should_return_tasks else None,
+                    new=True,
+                )
                 for c in created.stages
             ],
             new=True,
@@ -194,12 +208,13 @@ async def add_stage(
     jobId: uuid.UUID,
     payload: StageCreate,
     idempotency_key: IdempotencyKeyHeader = None,
+    should_return_tasks: ReturnTasksQuery = True,
 ) -> Response:
     new = await new_stage(payload)
 
     async def work(s: AsyncSession) -> dict[str, object]:
         created = await stage_service.add_stage(s, jobId, new)
-        if not payload.tasks:
+        if not (payload.tasks and should_return_tasks):
             return stage_body(created.stage, new=True)
         return stage_body(created.stage, await created_task_bodies(created.tasks), new=True)
 
