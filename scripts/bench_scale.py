@@ -12,6 +12,11 @@ Two scenarios, each on a real manager process and a PostgreSQL database of its o
            database's size, the manager's and the workers' peak memory. Every task is
            checked COMPLETED with exactly one COMPLETED event, and DESIGN.md's
            invariants are checked at the end.
+  retention  `--history` (1,000,000) finished tasks in jobs of `--job-tasks` (1,000),
+           with their events; then a drain of `--drain-tasks` (20,000) by the batch API
+           (4 loops of claim(100) + report_many), alone and again while retention
+           deletes the whole history. Printed: both drains' rates, their ratio (the
+           claim's slowdown while retention runs), and retention's own pace.
   idle     `--idle-workers` (1,000) SDK `Worker`s across `--types` (100) stage types,
            in `--workers` (8) processes, long-polling with nothing to do. Printed: the
            manager's and PostgreSQL's CPU over `--seconds` (60) of idleness, as a share
@@ -21,6 +26,7 @@ Two scenarios, each on a real manager process and a PostgreSQL database of its o
 
     uv run python scripts/bench_scale.py million
     uv run python scripts/bench_scale.py million --tasks 200000 --chunk 50000
+    uv run python scripts/bench_scale.py retention --history 1000000
     uv run python scripts/bench_scale.py idle --idle-workers 1000 --types 100
 """
 
@@ -37,7 +43,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +51,11 @@ import asyncpg
 import httpx
 from bench_drain import (
     Manager,
+    add_history,
     check_invariants,
+    create_job,
+    database,
+    drain_batch,
     drop,
     free_port,
     libpq_url,
@@ -248,6 +258,61 @@ async def drain_worker(spec: dict[str, Any]) -> None:
             await asyncio.sleep(1)
 
 
+# ---- retention ---------------------------------------------------------------------
+
+
+async def timed_drain(base: str, url: str, n: int) -> float:
+    """Tasks per second of a batch-API drain of a new job of `n` tasks."""
+    stage_type = f"ret-{uuid.uuid4().hex[:6]}"
+    job_id, _ = await create_job(base, stage_type, n)
+    spec = {"base": base, "stage_type": stage_type, "loops": 4, "batch_size": 100}
+    began = time.perf_counter()
+    done = await drain_batch(spec)
+    elapsed = time.perf_counter() - began
+    facts = await verify_drain(url, job_id, n)
+    assert done == n, f"drained {done:,} of {n:,}"
+    return n / (facts.span_s or elapsed)
+
+
+async def retention(args: argparse.Namespace) -> None:
+    from jobnik_manager.maintenance.retention import delete_finished_before
+
+    url = PG.format(pid=os.getpid())
+    await prepare(url)
+    manager = Manager(url, free_port())
+    try:
+        await manager.ready()
+        jobs = max(1, args.history // args.job_tasks)
+        print(f"retention: {jobs:,} finished jobs of {args.job_tasks:,} tasks", flush=True)
+        took = await add_history(url, [f"old-{i}" for i in range(jobs)], args.history)
+        print(f"  history added in {took:.0f} s ({await database_mib(url):,.0f} MiB)", flush=True)
+        alone = await timed_drain(manager.base, url, args.drain_tasks)
+        print(f"  drain alone: {alone:,.0f} tasks/s", flush=True)
+
+        async def delete_history() -> tuple[int, float]:
+            began = time.perf_counter()
+            async with database(url) as db:
+                gone = await delete_finished_before(db, datetime.now(UTC) + timedelta(days=1))
+            return gone.tasks, time.perf_counter() - began
+
+        deleting = asyncio.create_task(delete_history())
+        await asyncio.sleep(1)  # under way
+        during = await timed_drain(manager.base, url, args.drain_tasks)
+        still_deleting = not deleting.done()
+        tasks, seconds = await deleting
+        print(
+            f"  drain while retention deletes: {during:,.0f} tasks/s "
+            f"({during / alone:.2f} of alone{'' if still_deleting else '; retention ended first'})"
+        )
+        print(f"  retention deleted {tasks:,} tasks in {seconds:.0f} s: {tasks / seconds:,.0f}/s")
+        await check_invariants(url)
+        print("  invariants hold")
+    finally:
+        manager.stop()
+        if not args.keep:
+            await drop(url)
+
+
 # ---- idle ---------------------------------------------------------------------------
 
 
@@ -371,10 +436,13 @@ def main() -> None:
         asyncio.run(role(json.loads(sys.argv[2])))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("scenario", choices=("million", "idle"))
+    parser.add_argument("scenario", choices=("million", "retention", "idle"))
     parser.add_argument("--tasks", type=int, default=1_000_000)
     parser.add_argument("--chunk", type=int, default=100_000)
     parser.add_argument("--workers", type=int, default=8, help="worker processes")
+    parser.add_argument("--history", type=int, default=1_000_000)
+    parser.add_argument("--job-tasks", type=int, default=1000)
+    parser.add_argument("--drain-tasks", type=int, default=20_000)
     parser.add_argument("--idle-workers", type=int, default=1000)
     parser.add_argument("--types", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -382,7 +450,8 @@ def main() -> None:
     parser.add_argument("--amqp-url", default=None, help="RabbitMQ wake-ups for `idle`")
     parser.add_argument("--keep", action="store_true", help="keep the database")
     args = parser.parse_args()
-    asyncio.run(million(args) if args.scenario == "million" else idle(args))
+    scenarios = {"million": million, "retention": retention, "idle": idle}
+    asyncio.run(scenarios[args.scenario](args))
 
 
 if __name__ == "__main__":
