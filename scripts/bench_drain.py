@@ -347,6 +347,38 @@ class Manager:
                 self.proc.wait()
 
 
+@contextlib.asynccontextmanager
+async def served(
+    url: str, settings: dict[str, str] | None = None, *, keep: bool = False
+) -> AsyncIterator[Manager]:
+    """A manager process, ready, on `url` recreated and migrated; the database dropped
+    afterwards unless `keep`."""
+    await prepare(url)
+    manager = Manager(url, free_port(), settings)
+    try:
+        await manager.ready()
+        yield manager
+    finally:
+        manager.stop()
+        if not keep:
+            await drop(url)
+
+
+async def backends_cpu(url: str) -> float:
+    """CPU seconds so far of the PostgreSQL backends serving the database of `url`."""
+    base, _, name = libpq_url(url).rpartition("/")
+    conn = await asyncpg.connect(f"{base}/postgres")
+    try:
+        rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE datname = $1", name)
+    finally:
+        await conn.close()
+    total = 0.0
+    for row in rows:
+        with contextlib.suppress(FileNotFoundError):
+            total += process_cpu_seconds(row["pid"])
+    return total
+
+
 def process_cpu_seconds(pid: int) -> float:
     """utime + stime of a process (all its threads), from /proc/<pid>/stat."""
     raw = Path(f"/proc/{pid}/stat").read_text()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import statistics
 import time
@@ -27,36 +26,11 @@ from typing import Any
 import asyncpg
 import httpx
 import orjson
-from bench_drain import (
-    Manager,
-    drop,
-    free_port,
-    libpq_url,
-    prepare,
-    process_cpu_seconds,
-)
+from bench_drain import backends_cpu, libpq_url, process_cpu_seconds, served
 from bench_http import Connection
 
 PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_reads_{pid}"
 LOOPS = 16
-
-
-async def backend_cpu(url: str) -> float:
-    """CPU seconds of the benchmark database's PostgreSQL backends so far."""
-    conn = await asyncpg.connect(libpq_url(url).rpartition("/")[0] + "/postgres")
-    try:
-        name = url.rpartition("/")[2]
-        pids = [
-            r["pid"]
-            for r in await conn.fetch("SELECT pid FROM pg_stat_activity WHERE datname = $1", name)
-        ]
-    finally:
-        await conn.close()
-    total = 0.0
-    for pid in pids:
-        with contextlib.suppress(FileNotFoundError):
-            total += process_cpu_seconds(pid)
-    return total
 
 
 async def setup(base: str, tasks: int) -> dict[str, str]:
@@ -109,13 +83,13 @@ async def measure(
             check(orjson.loads(body))
 
     connections = [await Connection.open(base) for _ in range(LOOPS)]
-    cpu, db_cpu = process_cpu_seconds(pid), await backend_cpu(url)
+    cpu, db_cpu = process_cpu_seconds(pid), await backends_cpu(url)
     try:
         await asyncio.gather(*(loop(http) for http in connections))
     finally:
         for http in connections:
             http.close()
-    cpu, db_cpu = process_cpu_seconds(pid) - cpu, await backend_cpu(url) - db_cpu
+    cpu, db_cpu = process_cpu_seconds(pid) - cpu, await backends_cpu(url) - db_cpu
     n = len(latencies)
     latencies.sort()
     return {
@@ -130,10 +104,7 @@ async def measure(
 
 async def main(args: argparse.Namespace) -> None:
     url = PG.format(pid=os.getpid())
-    await prepare(url)
-    manager = Manager(url, free_port())
-    try:
-        await manager.ready()
+    async with served(url) as manager:
         paths = await setup(manager.base, args.tasks)
         progress = float(paths["expected_progress"])
 
@@ -165,9 +136,6 @@ async def main(args: argparse.Namespace) -> None:
                     f"{r['postgres_cpu_ms']:10.3f} {r['p50_ms']:7.2f} {r['p99_ms']:7.2f}",
                     flush=True,
                 )
-    finally:
-        manager.stop()
-        await drop(url)
 
 
 if __name__ == "__main__":

@@ -50,17 +50,15 @@ from typing import Any
 import asyncpg
 import httpx
 from bench_drain import (
-    Manager,
     add_history,
+    backends_cpu,
     check_invariants,
     create_job,
     database,
     drain_batch,
-    drop,
-    free_port,
     libpq_url,
-    prepare,
     process_cpu_seconds,
+    served,
     verify_drain,
 )
 
@@ -76,21 +74,6 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-async def backends_cpu(url: str) -> float:
-    """CPU seconds so far of the PostgreSQL backends serving the database of `url`."""
-    base, _, name = libpq_url(url).rpartition("/")
-    conn = await asyncpg.connect(f"{base}/postgres")
-    try:
-        rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE datname = $1", name)
-    finally:
-        await conn.close()
-    total = 0.0
-    for row in rows:
-        with contextlib.suppress(FileNotFoundError):
-            total += process_cpu_seconds(row["pid"])
-    return total
 
 
 async def database_mib(url: str) -> float:
@@ -181,67 +164,66 @@ async def completions_by_tenth(url: str, job_id: str, total: int) -> list[float]
 
 async def million(args: argparse.Namespace) -> None:
     url = PG.format(pid=os.getpid())
-    await prepare(url)
-    manager = Manager(url, free_port())
     workers: list[subprocess.Popen[bytes]] = []
 
     async def start(*argv: str) -> subprocess.Popen[bytes]:
         return await asyncio.to_thread(subprocess.Popen, argv)
 
-    try:
-        await manager.ready()
-        empty_mib = await database_mib(url)
-        stage_type = f"scale-{uuid.uuid4().hex[:6]}"
-        print(f"million: {args.tasks:,} tasks in calls of {args.chunk:,}", flush=True)
-        job_id, stage_id, create_s = await create_million(
-            manager.base, stage_type, args.tasks, args.chunk
-        )
-        print(f"  created in {create_s:.1f} s: {args.tasks / create_s:,.0f} tasks/s", flush=True)
-        spec = json.dumps({"base": manager.base, "type": stage_type, "job": job_id})
-        for _ in range(args.workers):
-            workers.append(await start(sys.executable, str(SELF), "drain-worker", spec))
-        await asyncio.sleep(5)  # every worker up and long-polling
-        began = time.perf_counter()
-        await approve(manager.base, stage_id)
-        peak_manager = peak_workers = 0.0
-        async with JobnikClient(manager.base) as client:
-            while True:
-                job = await client.get_job(job_id)
-                peak_manager = max(peak_manager, rss_mib(manager.proc.pid))
-                peak_workers = max(
-                    peak_workers,
-                    sum(rss_mib(w.pid) for w in workers if w.poll() is None),
-                )
-                if job.status.value in ("COMPLETED", "FAILED", "ABORTED"):
-                    break
-                if any(w.poll() not in (None, 0) for w in workers):
-                    raise RuntimeError("a worker process failed")
-                await asyncio.sleep(2)
-        drained_s = time.perf_counter() - began
-        for w in workers:
-            w.wait(60)
-        facts = await verify_drain(url, uuid.UUID(job_id), args.tasks)
-        rates = await completions_by_tenth(url, job_id, args.tasks)
-        full_mib = await database_mib(url)
-        print(
-            f"  drained by {args.workers} worker processes in {facts.span_s:.1f} s "
-            f"(wall {drained_s:.1f} s): {args.tasks / facts.span_s:,.0f} tasks/s",
-            flush=True,
-        )
-        print("  completions/s by tenth: " + ", ".join(f"{r:,.0f}" for r in rates))
-        print(f"  last tenth / first tenth: {rates[-1] / rates[0]:.2f}")
-        print(f"  database: {empty_mib:,.0f} MiB empty, {full_mib:,.0f} MiB after")
-        print(f"  peak memory: manager {peak_manager:,.0f} MiB, workers {peak_workers:,.0f} MiB")
-        began = time.perf_counter()
-        await check_invariants(url)
-        print(f"  invariants hold (checked in {time.perf_counter() - began:.0f} s)")
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-        manager.stop()
-        if not args.keep:
-            await drop(url)
+    async with served(url, keep=args.keep) as manager:
+        try:
+            empty_mib = await database_mib(url)
+            stage_type = f"scale-{uuid.uuid4().hex[:6]}"
+            print(f"million: {args.tasks:,} tasks in calls of {args.chunk:,}", flush=True)
+            job_id, stage_id, create_s = await create_million(
+                manager.base, stage_type, args.tasks, args.chunk
+            )
+            print(
+                f"  created in {create_s:.1f} s: {args.tasks / create_s:,.0f} tasks/s", flush=True
+            )
+            spec = json.dumps({"base": manager.base, "type": stage_type, "job": job_id})
+            for _ in range(args.workers):
+                workers.append(await start(sys.executable, str(SELF), "drain-worker", spec))
+            await asyncio.sleep(5)  # every worker up and long-polling
+            began = time.perf_counter()
+            await approve(manager.base, stage_id)
+            peak_manager = peak_workers = 0.0
+            async with JobnikClient(manager.base) as client:
+                while True:
+                    job = await client.get_job(job_id)
+                    peak_manager = max(peak_manager, rss_mib(manager.proc.pid))
+                    peak_workers = max(
+                        peak_workers,
+                        sum(rss_mib(w.pid) for w in workers if w.poll() is None),
+                    )
+                    if job.status.value in ("COMPLETED", "FAILED", "ABORTED"):
+                        break
+                    if any(w.poll() not in (None, 0) for w in workers):
+                        raise RuntimeError("a worker process failed")
+                    await asyncio.sleep(2)
+            drained_s = time.perf_counter() - began
+            for w in workers:
+                w.wait(60)
+            facts = await verify_drain(url, uuid.UUID(job_id), args.tasks)
+            rates = await completions_by_tenth(url, job_id, args.tasks)
+            full_mib = await database_mib(url)
+            print(
+                f"  drained by {args.workers} worker processes in {facts.span_s:.1f} s "
+                f"(wall {drained_s:.1f} s): {args.tasks / facts.span_s:,.0f} tasks/s",
+                flush=True,
+            )
+            print("  completions/s by tenth: " + ", ".join(f"{r:,.0f}" for r in rates))
+            print(f"  last tenth / first tenth: {rates[-1] / rates[0]:.2f}")
+            print(f"  database: {empty_mib:,.0f} MiB empty, {full_mib:,.0f} MiB after")
+            print(
+                f"  peak memory: manager {peak_manager:,.0f} MiB, workers {peak_workers:,.0f} MiB"
+            )
+            began = time.perf_counter()
+            await check_invariants(url)
+            print(f"  invariants hold (checked in {time.perf_counter() - began:.0f} s)")
+        finally:
+            for w in workers:
+                if w.poll() is None:
+                    w.kill()
 
 
 async def drain_worker(spec: dict[str, Any]) -> None:
@@ -278,10 +260,7 @@ async def retention(args: argparse.Namespace) -> None:
     from jobnik_manager.maintenance.retention import delete_finished_before
 
     url = PG.format(pid=os.getpid())
-    await prepare(url)
-    manager = Manager(url, free_port())
-    try:
-        await manager.ready()
+    async with served(url, keep=args.keep) as manager:
         jobs = max(1, args.history // args.job_tasks)
         print(f"retention: {jobs:,} finished jobs of {args.job_tasks:,} tasks", flush=True)
         took = await add_history(url, [f"old-{i}" for i in range(jobs)], args.history)
@@ -307,10 +286,6 @@ async def retention(args: argparse.Namespace) -> None:
         print(f"  retention deleted {tasks:,} tasks in {seconds:.0f} s: {tasks / seconds:,.0f}/s")
         await check_invariants(url)
         print("  invariants hold")
-    finally:
-        manager.stop()
-        if not args.keep:
-            await drop(url)
 
 
 # ---- idle ---------------------------------------------------------------------------
@@ -336,90 +311,85 @@ async def idle_workers(spec: dict[str, Any]) -> None:
 
 async def idle(args: argparse.Namespace) -> None:
     url = PG.format(pid=os.getpid())
-    await prepare(url)
     settings = {"JOBNIK_AMQP_URL": args.amqp_url} if args.amqp_url else {}
-    manager = Manager(url, free_port(), settings)
     procs: list[asyncio.subprocess.Process] = []
     started: dict[str, float] = {}
-    try:
-        await manager.ready()
-        types = [f"idle-{i:03d}" for i in range(args.types)]
-        per_process: list[list[str]] = [[] for _ in range(args.workers)]
-        for i in range(args.idle_workers):
-            per_process[i % args.workers].append(types[i % args.types])
+    async with served(url, settings, keep=args.keep) as manager:
+        try:
+            types = [f"idle-{i:03d}" for i in range(args.types)]
+            per_process: list[list[str]] = [[] for _ in range(args.workers)]
+            for i in range(args.idle_workers):
+                per_process[i % args.workers].append(types[i % args.types])
 
-        async def read(proc: asyncio.subprocess.Process) -> None:
-            assert proc.stdout
-            async for raw in proc.stdout:
-                line = raw.decode().split()
-                if line and line[0] == "started":
-                    started[line[1]] = float(line[2])
+            async def read(proc: asyncio.subprocess.Process) -> None:
+                assert proc.stdout
+                async for raw in proc.stdout:
+                    line = raw.decode().split()
+                    if line and line[0] == "started":
+                        started[line[1]] = float(line[2])
 
-        readers = []
-        for chunk in per_process:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                str(SELF),
-                "idle-workers",
-                json.dumps({"base": manager.base, "types": chunk}),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
-            assert proc.stdout
-            line = await asyncio.wait_for(proc.stdout.readline(), 300)
-            if line.strip() != b"ready":
-                raise RuntimeError(f"an idle worker process did not start: {line!r}")
-            procs.append(proc)
-            readers.append(asyncio.create_task(read(proc)))
-        print(
-            f"idle: {args.idle_workers:,} workers over {args.types} stage types in "
-            f"{args.workers} processes, long-polling"
-            + (" (RabbitMQ wake-ups)" if args.amqp_url else ""),
-            flush=True,
-        )
-        await asyncio.sleep(5)  # settled into their long polls
-        cpu, db_cpu = process_cpu_seconds(manager.proc.pid), await backends_cpu(url)
-        await asyncio.sleep(args.seconds)
-        cpu = process_cpu_seconds(manager.proc.pid) - cpu
-        db_cpu = await backends_cpu(url) - db_cpu
-        share = 100 * (cpu + db_cpu) / args.seconds
-        print(
-            f"  idle for {args.seconds:.0f} s: manager {100 * cpu / args.seconds:.1f}% "
-            f"+ PostgreSQL {100 * db_cpu / args.seconds:.1f}% = {share:.1f}% of one core",
-            flush=True,
-        )
-        created: dict[str, float] = {}
-        async with JobnikClient(manager.base) as client:
-            for i in range(args.probes):
-                job = await client.create_job(
-                    "probe",
-                    stages=[_stage(random.choice(types), i)],
+            readers = []
+            for chunk in per_process:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    str(SELF),
+                    "idle-workers",
+                    json.dumps({"base": manager.base, "types": chunk}),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
                 )
-                assert job.stages and job.stages[0].tasks
-                task = job.stages[0].tasks[0]
-                created[str(task.id)] = _epoch(task.creation_time)
-                await asyncio.sleep(random.uniform(0.02, 0.12))
-            deadline = time.monotonic() + 60
-            while len([t for t in created if t in started]) < len(created):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("not every probe reached a handler within 60 s")
-                await asyncio.sleep(0.1)
-        ms = sorted((started[t] - created[t]) * 1000 for t in created)
-        q = statistics.quantiles(ms, n=100, method="inclusive")
-        print(
-            f"  creation to handler start over {len(ms)} probes: "
-            f"p50 {statistics.median(ms):.1f} ms, p99 {q[98]:.1f} ms, max {ms[-1]:.1f} ms",
-            flush=True,
-        )
-        for r in readers:
-            r.cancel()
-    finally:
-        for proc in procs:
-            if proc.returncode is None:
-                proc.kill()
-        manager.stop()
-        if not args.keep:
-            await drop(url)
+                assert proc.stdout
+                line = await asyncio.wait_for(proc.stdout.readline(), 300)
+                if line.strip() != b"ready":
+                    raise RuntimeError(f"an idle worker process did not start: {line!r}")
+                procs.append(proc)
+                readers.append(asyncio.create_task(read(proc)))
+            print(
+                f"idle: {args.idle_workers:,} workers over {args.types} stage types in "
+                f"{args.workers} processes, long-polling"
+                + (" (RabbitMQ wake-ups)" if args.amqp_url else ""),
+                flush=True,
+            )
+            await asyncio.sleep(5)  # settled into their long polls
+            cpu, db_cpu = process_cpu_seconds(manager.proc.pid), await backends_cpu(url)
+            await asyncio.sleep(args.seconds)
+            cpu = process_cpu_seconds(manager.proc.pid) - cpu
+            db_cpu = await backends_cpu(url) - db_cpu
+            share = 100 * (cpu + db_cpu) / args.seconds
+            print(
+                f"  idle for {args.seconds:.0f} s: manager {100 * cpu / args.seconds:.1f}% "
+                f"+ PostgreSQL {100 * db_cpu / args.seconds:.1f}% = {share:.1f}% of one core",
+                flush=True,
+            )
+            created: dict[str, float] = {}
+            async with JobnikClient(manager.base) as client:
+                for i in range(args.probes):
+                    job = await client.create_job(
+                        "probe",
+                        stages=[_stage(random.choice(types), i)],
+                    )
+                    assert job.stages and job.stages[0].tasks
+                    task = job.stages[0].tasks[0]
+                    created[str(task.id)] = _epoch(task.creation_time)
+                    await asyncio.sleep(random.uniform(0.02, 0.12))
+                deadline = time.monotonic() + 60
+                while len([t for t in created if t in started]) < len(created):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("not every probe reached a handler within 60 s")
+                    await asyncio.sleep(0.1)
+            ms = sorted((started[t] - created[t]) * 1000 for t in created)
+            q = statistics.quantiles(ms, n=100, method="inclusive")
+            print(
+                f"  creation to handler start over {len(ms)} probes: "
+                f"p50 {statistics.median(ms):.1f} ms, p99 {q[98]:.1f} ms, max {ms[-1]:.1f} ms",
+                flush=True,
+            )
+            for r in readers:
+                r.cancel()
+        finally:
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.kill()
 
 
 def _stage(stage_type: str, i: int) -> NewStage:
