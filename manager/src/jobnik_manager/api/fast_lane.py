@@ -29,10 +29,12 @@ from starlette.types import Receive, Scope, Send
 
 from ..db.engine import Database
 from ..dispatch.wakeups import ReadyWaiters
+from ..settings import Settings
 from .body_scan import Refusal, Unreadable
+from .deps import InlineTasks
 from .edge import Read, inbound
-from .routes.jobs import read_job
-from .routes.stages import dequeue, read_stage
+from .routes.jobs import get_job
+from .routes.stages import dequeue, get_stage
 from .routes.tasks import claim_batch, get_task, report_batch, report_task_status
 from .schemas import BatchReport, ClaimRequest, Inbound, TaskStatusReport
 
@@ -130,12 +132,22 @@ async def _get_task(scope: Scope, receive: Receive) -> Awaitable[Response] | Non
 
 async def _get_stage(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
     stage_id = _path_id(scope, "stageId")
-    return None if stage_id is None else read_stage(_db(scope), stage_id)
+    if stage_id is None:
+        return None
+    settings: Settings = scope["app"].state.settings
+    return _response(get_stage(_db(scope), InlineTasks(settings.max_inline_tasks), stage_id))
 
 
 async def _get_job(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
     job_id = _path_id(scope, "jobId")
-    return None if job_id is None else read_job(_db(scope), job_id)
+    return None if job_id is None else _response(get_job(_db(scope), job_id))
+
+
+async def _response(answer: Awaitable[object]) -> Response:
+    """A read route's answer, which without query parameters is always a Response."""
+    response = await answer
+    assert isinstance(response, Response)
+    return response
 
 
 async def _claim(scope: Scope, receive: Receive) -> Awaitable[Response] | None:

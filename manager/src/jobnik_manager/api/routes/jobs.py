@@ -9,7 +9,6 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ...db.engine import Database
 from ...db.models import Job
 from ...domain.statuses import JobStatus, Priority
 from ...services import jobs as job_service
@@ -119,19 +118,14 @@ async def get_job(
     db: DatabaseDep, jobId: uuid.UUID, should_return_stages: bool = False
 ) -> JobOut | Response:
     if not should_return_stages:
-        return await read_job(db, jobId)
+        # A key lookup answered without the model (the fast lane's too): the reference
+        # SDK's worker reads the job of every task it runs.
+        return job_response(*await reads.job(db, jobId))
 
     async def work(s: AsyncSession) -> JobOut:
         return (await jobs_out(s, [await load_job(s, jobId)], should_return_stages))[0]
 
     return await in_transaction(db, work)
-
-
-async def read_job(db: Database, job_id: uuid.UUID) -> Response:
-    """GET /v1/jobs/{jobId} without its stages (also the fast lane's): a key lookup
-    answered without the model, as the reference SDK's worker reads the job of every
-    task it runs."""
-    return job_response(*await reads.job(db, job_id))
 
 
 @router.delete("/{jobId}", response_model=OkMessage, responses=ERRORS)

@@ -9,7 +9,6 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ...db.engine import Database
 from ...db.models import Stage
 from ...domain.errors import TaskNotFound
 from ...domain.statuses import StageStatus
@@ -68,20 +67,15 @@ async def get_stage(
     db: DatabaseDep, inline: InlineTasksDep, stageId: uuid.UUID, should_return_tasks: bool = False
 ) -> StageOut | Response:
     if not should_return_tasks:
-        return await read_stage(db, stageId)
+        # A key lookup answered without the model (the fast lane's too): the reference
+        # SDK's worker reads the stage of every task it runs.
+        return stage_response(*await reads.stage(db, stageId))
 
     async def work(s: AsyncSession) -> StageOut:
         stage = await load_stage(s, stageId)
         return (await stages_out(s, [stage], inline, should_return_tasks))[0]
 
     return await in_transaction(db, work)
-
-
-async def read_stage(db: Database, stage_id: uuid.UUID) -> Response:
-    """GET /v1/stages/{stageId} without its tasks (also the fast lane's): a key lookup
-    answered without the model, as the reference SDK's worker reads the stage of every
-    task it runs."""
-    return stage_response(*await reads.stage(db, stage_id))
 
 
 @router.get("/{stageId}/summary", response_model=SummaryOut, responses=ERRORS)
