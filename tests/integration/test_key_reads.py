@@ -6,8 +6,6 @@ every state, and its errors are the routes' own."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from jobnik_manager.db.engine import Database

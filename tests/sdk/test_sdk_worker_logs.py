@@ -214,7 +214,7 @@ async def test_an_idle_worker_logs_nothing_per_poll(caplog: pytest.LogCaptureFix
         async with worker:
             # Ten polls, however long a busy machine takes to make them.
             async with asyncio.timeout(30):
-                while len([p for p in counting.paths if p.endswith("/claim")]) < 10:
+                while len([p for p in counting.paths if p.endswith("/claim")]) < 10:  # noqa: ASYNC110
                     await asyncio.sleep(0.05)
     informative = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     assert [line.split(":")[0] for line in informative] == [
