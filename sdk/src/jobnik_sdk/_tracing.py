@@ -10,8 +10,9 @@ nothing. opentelemetry is imported on first use, not with the SDK.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import cache
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
@@ -54,6 +55,75 @@ def tracer(provider: TracerProvider | None = None) -> Tracer:
     from opentelemetry import trace
 
     return trace.get_tracer(TRACER_NAME, __version__, tracer_provider=provider)
+
+
+class HandlerSpans:
+    """A Worker's handler spans, from `tracer_provider` or the global one (which may be
+    set after the Worker is made: the API's proxy tracer follows it).
+
+    Each run of a handler is in `span(...)`. While the tracer records nothing (the
+    API's no-op tracer, or its proxy while no global provider is set), the block only
+    has what the no-op tracer would give it, without building a span: a worker pays
+    this for every task.
+    """
+
+    def __init__(self, provider: TracerProvider | None = None) -> None:
+        from opentelemetry import context, trace
+
+        self._tracer = tracer(provider)
+        self._context = context
+        self._trace = trace
+        # The global provider is set once at most: until then the proxy tracer is a
+        # no-op one, and get_tracer_provider answers this very object.
+        self._unset = (
+            trace.get_tracer_provider() if isinstance(self._tracer, trace.ProxyTracer) else None
+        )
+        self._records = not isinstance(self._tracer, trace.NoOpTracer) and self._unset is None
+
+    @property
+    def records(self) -> bool:
+        """Whether spans are recorded now."""
+        unset = self._unset
+        if unset is not None and self._trace.get_tracer_provider() is not unset:
+            self._records, self._unset = True, None
+        return self._records
+
+    def span(self, task: Task, *, job_id: Any, stage_type: str) -> AbstractContextManager[Span]:
+        """The span of one run of `task`'s handler, current inside the block: see
+        `task_span`."""
+        if self.records:
+            return task_span(self._tracer, task, job_id=job_id, stage_type=stage_type)
+        return _Untraced(self, task)
+
+
+class _Untraced:
+    """What the no-op tracer's `start_as_current_span` makes current for a task: its
+    stored context's span, not recording (or the invalid span when it has none), so
+    what the handler propagates stays in the producer's trace."""
+
+    __slots__ = ("_spans", "_task", "_token")
+
+    def __init__(self, spans: HandlerSpans, task: Task) -> None:
+        self._spans = spans
+        self._task = task
+
+    def __enter__(self) -> Span:
+        trace, context = self._spans._trace, self._spans._context
+        task = self._task
+        span: Span = trace.INVALID_SPAN
+        if task.traceparent:
+            carrier = {key: value for key in _FIELDS if (value := getattr(task, key, None))}
+            span = trace.get_current_span(_w3c().extract(carrier, context=context.Context()))
+        self._token = context.attach(trace.set_span_in_context(span))
+        return span
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._spans._context.detach(self._token)
 
 
 @contextmanager

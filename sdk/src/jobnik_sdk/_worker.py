@@ -34,7 +34,7 @@ from ._reporter import MAX_REPORTS, Reporter
 from ._schedule import Schedule, Step
 from ._settings import DEFAULT_POLL_BACKOFF, MAX_PREFETCH, check_worker_options
 from ._signals import listen_for_stop
-from ._tracing import task_span, tracer
+from ._tracing import HandlerSpans
 from ._wakeup import Wakeups
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ class Worker(Generic[DataT]):
         self._meter = Meter(worker_metrics() if on else None, types)
         self._metrics_port = metrics_port
         self._health_file = Path(health_file) if health_file is not None else None
-        self._tracer = tracer(tracer_provider)
+        self._spans = HandlerSpans(tracer_provider)
         self._log = WorkerLog(logger or logging.getLogger("jobnik_sdk.worker"), types, name)
         self._wakeups = (
             Wakeups(
@@ -648,5 +648,5 @@ class Worker(Generic[DataT]):
             # at once, to be offered again, without spending an attempt.
             raise RetryLaterError(timedelta(0), f"{CONTEXT_UNREAD_REASON}: {exc}") from exc
         ctx = attempt.context(job, stage, self._client)
-        with task_span(self._tracer, task, job_id=stage.job_id, stage_type=stage.type):
+        with self._spans.span(task, job_id=stage.job_id, stage_type=stage.type):
             return await attempt.run(self._handler, self._bind, ctx)
