@@ -192,3 +192,25 @@ async def test_a_workers_handler_logs_json_lines_with_the_tasks_ids(root_logging
     assert all(
         line["worker"] == "json-worker" for line in logged if line["logger"] == "jobnik_sdk.worker"
     )
+
+
+def test_log_context_as_a_decorator_enters_a_block_per_call() -> None:
+    seen: list[dict[str, object]] = []
+
+    @log_context(job_id="j-1")
+    def nested(depth: int) -> None:
+        seen.append(current_log_context())
+        if depth:
+            with log_context(task_id=f"t-{depth}"):
+                nested(depth - 1)
+                seen.append(current_log_context())
+
+    nested(2)
+    assert seen == [
+        {"job_id": "j-1"},
+        {"job_id": "j-1", "task_id": "t-2"},
+        {"job_id": "j-1", "task_id": "t-1"},
+        {"job_id": "j-1", "task_id": "t-1"},
+        {"job_id": "j-1", "task_id": "t-2"},
+    ]
+    assert current_log_context() == {}

@@ -18,8 +18,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import ContextDecorator
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -60,16 +60,30 @@ def _plain(value: object) -> Any:
     return str(value)
 
 
-@contextmanager
-def log_context(**ids: object) -> Iterator[None]:
+class log_context(ContextDecorator):
     """Have JSON lines logged inside the block (and in asyncio tasks started there)
-    carry `ids`, merged over those of enclosing blocks; None values are left out."""
-    merged = {**_context.get(), **{k: _plain(v) for k, v in ids.items() if v is not None}}
-    token = _context.set(MappingProxyType(merged))
-    try:
-        yield
-    finally:
-        _context.reset(token)
+    carry `ids`, merged over those of enclosing blocks; None values are left out.
+
+    A class rather than a generator: a Worker enters one for every task it runs."""
+
+    __slots__ = ("_ids", "_token")
+
+    def __init__(self, **ids: object) -> None:
+        self._ids = ids
+
+    def __enter__(self) -> None:
+        merged = dict(_context.get())
+        for key, value in self._ids.items():
+            if value is not None:
+                merged[key] = _plain(value)
+        self._token = _context.set(MappingProxyType(merged))
+
+    def __exit__(self, *exc_info: object) -> None:
+        _context.reset(self._token)
+
+    def _recreate_cm(self) -> log_context:
+        # As a decorator, each call enters a block of its own.
+        return log_context(**self._ids)
 
 
 def current_log_context() -> dict[str, Any]:

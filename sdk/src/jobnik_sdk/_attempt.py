@@ -138,6 +138,8 @@ class Attempt:
         `outcome`."""
         with task_logging(self.ids), log_context(**self.log_ids):
             data = bind(self.task)
+            if not ctx._logs_at(logging.INFO):
+                return await handler(data, ctx)
             ctx.logger.info("started (attempt %d of %d)", ctx.attempt, self.task.max_attempts)
             began = time.monotonic()
             result = await handler(data, ctx)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._consumer import ConsumerClient
 
 PROGRESS_KEY = "progress"
+_HANDLER_LOGGER = logging.getLogger("jobnik_sdk.handler")
 
 
 class _TaskLogger(logging.LoggerAdapter[logging.Logger]):
@@ -49,13 +50,29 @@ class TaskContext:
         self.task = task
         self.job = job
         self.stage = stage
-        self.logger: logging.LoggerAdapter[logging.Logger] = _TaskLogger(
-            logger or logging.getLogger("jobnik_sdk.handler"),
-            TaskIds(task.id, job.id, stage.type),
-        )
+        # The adapter is made when first used: a Worker makes a context for every task.
+        self._base_logger = logger or _HANDLER_LOGGER
+        self._logger: logging.LoggerAdapter[logging.Logger] | None = None
         self._client = client
         self._on_progress = on_progress
         self._user_metadata: dict[str, Any] = dict(task.user_metadata)
+
+    @property
+    def logger(self) -> logging.LoggerAdapter[logging.Logger]:
+        """A logger whose lines name the task, its job and its stage type, in the text
+        and as record attributes (`task_id`, `job_id`, `stage_type`)."""
+        if self._logger is None:
+            ids = TaskIds(self.task.id, self.job.id, self.stage.type)
+            self._logger = _TaskLogger(self._base_logger, ids)
+        return self._logger
+
+    @logger.setter
+    def logger(self, logger: logging.LoggerAdapter[logging.Logger]) -> None:
+        self._logger = logger
+
+    def _logs_at(self, level: int) -> bool:
+        """Whether `logger` writes lines of `level`, without making the logger."""
+        return (self._logger or self._base_logger).isEnabledFor(level)
 
     @property
     def attempt(self) -> int:

@@ -51,12 +51,20 @@ class ContextCache:
 
     def known_stage(self, stage_id: uuid.UUID) -> Stage | None:
         """The stage if it is kept and read already, without waiting for anything."""
-        entry = self._stages.get(stage_id)
+        return self._known(self._stages, stage_id)
+
+    def known_job(self, job_id: uuid.UUID) -> Job | None:
+        """The job if it is kept and read already, without waiting for anything."""
+        return self._known(self._jobs, job_id)
+
+    def _known(self, entries: _Entries[T], key: uuid.UUID) -> T | None:
+        entry = entries.get(key)
         if entry is None or entry[0] <= self._clock.monotonic():
             return None
         read = entry[1]
         if not read.done() or read.cancelled() or read.exception() is not None:
             return None
+        entries.move_to_end(key)
         return read.result()
 
     def put(self, stages: list[Stage], jobs: list[Job]) -> None:

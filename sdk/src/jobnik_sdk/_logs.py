@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, MutableMapping
-from contextlib import contextmanager
+from collections.abc import MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -56,15 +55,21 @@ def current_task() -> TaskIds | None:
     return _current.get()
 
 
-@contextmanager
-def task_logging(ids: TaskIds) -> Iterator[None]:
+class task_logging:
     """Make `ids` the current task's for what runs inside (and the asyncio tasks it
-    starts), until the block ends."""
-    token = _current.set(ids)
-    try:
-        yield
-    finally:
-        _current.reset(token)
+    starts), until the block ends. A class rather than a generator: a Worker enters
+    one for every task it runs."""
+
+    __slots__ = ("_ids", "_token")
+
+    def __init__(self, ids: TaskIds) -> None:
+        self._ids = ids
+
+    def __enter__(self) -> None:
+        self._token = _current.set(self._ids)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _current.reset(self._token)
 
 
 class TaskLogFilter(logging.Filter):

@@ -515,7 +515,8 @@ class Worker(Generic[DataT]):
                 stage=self._contexts.known_stage(task.stage_id),  # from the claim, if it said
                 worker=self._name,
             )
-            self._meter.claimed(self._meter.stage_type(attempt.ids.stage_type))
+            if self._meter.enabled:
+                self._meter.claimed(self._meter.stage_type(attempt.ids.stage_type))
             self._leases.add(attempt)
             self._schedule.claimed([attempt])
         self._start_ready()
@@ -595,10 +596,12 @@ class Worker(Generic[DataT]):
             )
             attempt.handler = invocation
             self._handlers.add(invocation)
-            self._track(invocation)
+            self._runners.add(invocation)  # and taken out by _handler_done
             # The gauge's label as known now: the stage type may only be read later.
-            started_as = self._meter.stage_type(attempt.ids.stage_type)
-            self._meter.started(started_as)
+            started_as = ""
+            if self._meter.enabled:
+                started_as = self._meter.stage_type(attempt.ids.stage_type)
+                self._meter.started(started_as)
             invocation.add_done_callback(
                 partial(self._handler_done, attempt, self._clock.monotonic(), started_as)
             )
@@ -617,6 +620,7 @@ class Worker(Generic[DataT]):
     ) -> None:
         """The handler ended: report its outcome (unless the task was dropped) and free
         its slot for the next task while the report is on its way."""
+        self._untrack(invocation)
         self._handlers.discard(invocation)
         self._leases.remove(attempt)
         took = self._clock.monotonic() - began
@@ -640,9 +644,11 @@ class Worker(Generic[DataT]):
             self._start_ready()
 
     async def _invoke(self, task: Task, attempt: Attempt) -> Any:
+        contexts = self._contexts
         try:
-            stage = await self._contexts.stage(task.stage_id)
-            job = await self._contexts.job(stage.job_id)
+            # Kept from the claim's answer, mostly: no awaiting then.
+            stage = contexts.known_stage(task.stage_id) or await contexts.stage(task.stage_id)
+            job = contexts.known_job(stage.job_id) or await contexts.job(stage.job_id)
         except (JobnikTransportError, ApiError) as exc:
             # The worker's own plumbing failed before the handler ran: the task goes back
             # at once, to be offered again, without spending an attempt.
