@@ -19,6 +19,7 @@ from jobnik_sdk import (
     LeaseLostError,
     NewStage,
     NewTask,
+    ReportOutcome,
     RetryLaterError,
     Task,
     TaskReport,
@@ -230,6 +231,32 @@ async def test_batch_claim_and_batch_report(surface: Surface) -> None:
         await surface.claim([a], limit=0)
     with pytest.raises(JobnikValidationError):
         await surface.claim([a], lease=timedelta(days=8))
+
+
+async def test_a_batch_report_without_tasks_answers_each_outcome_briefly(
+    surface: Surface,
+) -> None:
+    kind = unique("brief")
+    await surface.create_job(
+        unique("job"), stages=[NewStage(type=kind, tasks=[NewTask(), NewTask(), NewTask()])]
+    )
+    tasks = await surface.claim(kind, limit=3, lease=timedelta(seconds=30))
+    assert len(tasks) == 3
+    outcomes = await surface.report_many(
+        [
+            TaskReport.completed(tasks[0].id, lease_id=tasks[0].lease_id, result={"ok": True}),
+            TaskReport.completed(tasks[1].id, lease_id=uuid.uuid4()),
+            TaskReport.failed(tasks[2].id, lease_id=tasks[2].lease_id, reason="no"),
+        ],
+        with_tasks=False,
+    )
+    assert all(isinstance(o, ReportOutcome) for o in outcomes)
+    assert [o.task_id for o in outcomes] == [t.id for t in tasks]
+    assert [o.ok for o in outcomes] == [True, False, True]
+    assert [o.task for o in outcomes] == [None, None, None]
+    assert outcomes[1].error is not None and outcomes[1].error.code == "LEASE_LOST"
+    assert (await surface.get_task(tasks[0].id)).result == {"ok": True}
+    assert (await surface.get_task(tasks[1].id)).status is TaskStatus.IN_PROGRESS
 
 
 async def test_the_event_history_records_every_status_change(surface: Surface) -> None:

@@ -64,7 +64,8 @@ class log_context(ContextDecorator):
     """Have JSON lines logged inside the block (and in asyncio tasks started there)
     carry `ids`, merged over those of enclosing blocks; None values are left out.
 
-    A class rather than a generator: a Worker enters one for every task it runs."""
+    A class rather than a generator, and the values are made text when read rather
+    than here: a Worker enters one for every task it runs, and most are never read."""
 
     __slots__ = ("_ids", "_token")
 
@@ -75,7 +76,7 @@ class log_context(ContextDecorator):
         merged = dict(_context.get())
         for key, value in self._ids.items():
             if value is not None:
-                merged[key] = _plain(value)
+                merged[key] = value
         self._token = _context.set(MappingProxyType(merged))
 
     def __exit__(self, *exc_info: object) -> None:
@@ -88,7 +89,7 @@ class log_context(ContextDecorator):
 
 def current_log_context() -> dict[str, Any]:
     """The ids of the enclosing `log_context` blocks."""
-    return dict(_context.get())
+    return {key: _plain(value) for key, value in _context.get().items()}
 
 
 class JsonFormatter(logging.Formatter):
@@ -106,7 +107,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        entry.update(_context.get())
+        entry.update((key, _plain(value)) for key, value in _context.get().items())
         for key in ID_FIELDS:
             value = getattr(record, key, None)
             # TaskLogFilter sets "" for ids not known: not worth a field.

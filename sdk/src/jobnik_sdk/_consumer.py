@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from ._exceptions import NotFoundError
 from ._http import Http
@@ -15,7 +14,6 @@ from ._models import EntityId, Event, EventLevel, Job, Stage, Task, _Wire, secon
 from ._reports import (
     HeartbeatAnswer,
     HeartbeatOutcome,
-    ReportError,
     ReportOutcome,
     TaskHeartbeat,
     TaskReport,
@@ -47,10 +45,11 @@ class _Settled(_Wire):
     items: list[ReportOutcome]
 
 
-class _OutcomeBriefly(_Wire):
-    # The answer's `task` is skipped unread.
-    task_id: uuid.UUID
-    error: ReportError | None = None
+class _OutcomeBriefly(ReportOutcome):
+    # The answer's `task` is skipped unread: only a key named as this alias (none) would
+    # fill it. Parsed as outcomes in one pass, with no Python per item.
+    model_config = ConfigDict(populate_by_name=False)
+    task: Task | None = Field(default=None, validation_alias="-")
 
 
 class _SettledBriefly(_Wire):
@@ -256,12 +255,8 @@ class ConsumerCalls:
         outcomes (`task` is None), sparing the time to read them."""
         body = {"reports": [{"taskId": str(r.task_id), **r.body()} for r in reports]}
         response = await self._http.request("POST", "/v1/tasks/reports", json=body, repeatable=True)
-        if with_tasks:
-            return _Settled.model_validate_json(response.content).items
-        return [
-            ReportOutcome.model_construct(task_id=item.task_id, error=item.error)
-            for item in _SettledBriefly.model_validate_json(response.content).items
-        ]
+        settled = _Settled if with_tasks else _SettledBriefly
+        return list(settled.model_validate_json(response.content).items)
 
     async def _report(self, report: TaskReport) -> Task:
         response = await self._http.request(
