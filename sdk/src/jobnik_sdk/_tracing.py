@@ -9,7 +9,7 @@ nothing. opentelemetry is imported on first use, not with the SDK.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 from types import TracebackType
@@ -99,7 +99,8 @@ class HandlerSpans:
 class _Untraced:
     """What the no-op tracer's `start_as_current_span` makes current for a task: its
     stored context's span, not recording (or the invalid span when it has none), so
-    what the handler propagates stays in the producer's trace."""
+    what the handler propagates stays in the producer's trace. The stored context is
+    read when first asked for: most handlers never do."""
 
     __slots__ = ("_spans", "_task", "_token")
 
@@ -112,8 +113,7 @@ class _Untraced:
         task = self._task
         span: Span = trace.INVALID_SPAN
         if task.traceparent:
-            carrier = {key: value for key in _FIELDS if (value := getattr(task, key, None))}
-            span = trace.get_current_span(_w3c().extract(carrier, context=context.Context()))
+            span = _stored_span_type()(task.traceparent, task.tracestate)
         self._token = context.attach(trace.set_span_in_context(span))
         return span
 
@@ -124,6 +124,37 @@ class _Untraced:
         tb: TracebackType | None,
     ) -> None:
         self._spans._context.detach(self._token)
+
+
+@cache
+def _stored_span_type() -> Callable[[str, str | None], Span]:
+    """The class of a task's stored span (made on first use, as opentelemetry is
+    imported then)."""
+    from opentelemetry import context
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, get_current_span
+
+    class StoredSpan(NonRecordingSpan):
+        """A non-recording span of a stored W3C trace context, as the no-op tracer makes
+        current for it, read from its fields when first asked for."""
+
+        def __init__(self, traceparent: str, tracestate: str | None) -> None:
+            self._fields: tuple[str, str | None] | None = (traceparent, tracestate)
+
+        def get_span_context(self) -> SpanContext:
+            if self._fields is not None:
+                traceparent, tracestate = self._fields
+                carrier = {"traceparent": traceparent}
+                if tracestate:
+                    carrier["tracestate"] = tracestate
+                parent = _w3c().extract(carrier, context=context.Context())
+                self._context = get_current_span(parent).get_span_context()
+                self._fields = None
+            return self._context
+
+        def __repr__(self) -> str:
+            return f"NonRecordingSpan({self.get_span_context()!r})"
+
+    return StoredSpan
 
 
 @contextmanager
