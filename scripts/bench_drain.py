@@ -74,14 +74,14 @@ from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Job, Task
 from jobnik_manager.db.types import UtcDateTime
-from jobnik_sdk import JobnikClient, TaskContext, TaskReport, Worker
+from jobnik_sdk import JobnikClient, NewStage, NewTask, TaskContext, TaskReport, Worker
 
 # Databases of their own per run (the process id in the name), so runs never collide.
 SERVER = "postgresql+asyncpg://postgres@127.0.0.1:5432"
 DEFAULT_URL = f"{SERVER}/jobnik_drain_{os.getpid()}"
 # Where the ceiling is measured when the drains run on SQLite.
 CEILING_URL_FOR_SQLITE = f"{SERVER}/jobnik_drain_ceiling_{os.getpid()}"
-MODES = ("create", "sdk", "v1", "v1read", "batch")
+MODES = ("create", "sdkcreate", "sdk", "v1", "v1read", "batch")
 CHILD = "--drain-child"  # hidden sub-command: one drain in a process of its own
 SELF = Path(__file__).resolve()
 REPO = SELF.parents[1]
@@ -444,6 +444,21 @@ async def create_job(base: str, stage_type: str, n: int) -> tuple[uuid.UUID, flo
     if created != n:
         raise BenchFailure(f"asked for {n:,} tasks, the answer holds {created:,}")
     return uuid.UUID(job["id"]), elapsed
+
+
+async def sdk_create_job(base: str, stage_type: str, n: int) -> tuple[uuid.UUID, float]:
+    """The same job made through the SDK, as a producer makes it: its tasks built, encoded
+    and sent by the client, the answer (without the tasks) parsed into its models."""
+    async with JobnikClient(base, timeout=timedelta(minutes=15)) as client:
+        started = time.perf_counter()
+        tasks = [NewTask(data={}) for _ in range(n)]
+        job = await client.create_job(
+            "bench-drain", stages=[NewStage(type=stage_type, tasks=tasks)], return_tasks=False
+        )
+        elapsed = time.perf_counter() - started
+    if not job.stages or job.stages[0].summary.total != n:
+        raise BenchFailure(f"asked for {n:,} tasks, the answer counts {job.stages}")
+    return uuid.UUID(str(job.id)), elapsed
 
 
 async def abort_job(base: str, job_id: uuid.UUID, *, unless_final: bool = False) -> None:
@@ -861,8 +876,8 @@ class Bench:
         for attempt in range(self.args.retries + 1):
             self._job = None
             try:
-                if mode == "create":
-                    return await self.create(stage_type, ceiling)
+                if mode in ("create", "sdkcreate"):
+                    return await self.create(mode, stage_type, ceiling)
                 return await self.drain(mode, stage_type, ceiling)
             except (Interrupted, httpx.TransportError) as exc:
                 if not self.manager.gone and not isinstance(exc, Interrupted):
@@ -884,6 +899,7 @@ class Bench:
         a = self.args
         return {
             "create": f"create {n:,} tasks in one call",
+            "sdkcreate": f"SDK create_job of {n:,} tasks, return_tasks=False",
             "sdk": f"sdk Worker, concurrency {a.concurrency}",
             "v1": f"v1 dequeue + PUT status, {a.v1_loops} loops",
             "v1read": f"v1 dequeue + GET stage, job + PUT, {a.v1_loops} loops",
@@ -901,10 +917,11 @@ class Bench:
             statements = (after.statements - before.statements) / n
         return {"commits": (after.commits - before.commits) / n, "statements": statements}
 
-    async def create(self, stage_type: str, ceiling: Ceiling | None) -> Result:
+    async def create(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
         n = self.args.tasks
         before, cpu = await self.counters(), self.manager.cpu_seconds()
-        job_id, elapsed = await self.manager.watch(create_job(self.manager.base, stage_type, n))
+        make = create_job if mode == "create" else sdk_create_job
+        job_id, elapsed = await self.manager.watch(make(self.manager.base, stage_type, n))
         self._job = job_id
         cpu = self.manager.cpu_seconds() - cpu
         end = time.monotonic()
@@ -919,8 +936,8 @@ class Bench:
         await abort_job(self.manager.base, job_id)  # leaves nothing claimable behind
         rate = n / elapsed
         return Result(
-            mode="create",
-            label=self.label("create", n),
+            mode=mode,
+            label=self.label(mode, n),
             tasks=n,
             rate=rate,
             seconds=elapsed,
