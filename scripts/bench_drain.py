@@ -66,6 +66,7 @@ import asyncpg
 import httpx
 import orjson
 from bench_http import Connection
+from bench_noop import Noop
 from bench_rows import TRACEPARENT, add_job_and_stage
 from sqlalchemy import Uuid, bindparam, func, select, text
 from sqlalchemy.engine import make_url
@@ -74,7 +75,7 @@ from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Job, Task
 from jobnik_manager.db.types import UtcDateTime
-from jobnik_sdk import JobnikClient, NewStage, NewTask, TaskContext, TaskReport, Worker
+from jobnik_sdk import JobnikClient, NewStage, NewTask, TaskReport, Worker
 
 # Databases of their own per run (the process id in the name), so runs never collide.
 SERVER = "postgresql+asyncpg://postgres@127.0.0.1:5432"
@@ -487,29 +488,20 @@ async def warm_up(base: str, n: int) -> None:
 
 async def drain_sdk(spec: dict[str, Any]) -> int:
     """The SDK's Worker with a no-op handler until the job is finished."""
-    n: int = spec["tasks"]
-    handled = 0
-    all_handled = asyncio.Event()
-
-    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
-        nonlocal handled
-        handled += 1
-        if handled >= n:
-            all_handled.set()
-
+    noop = Noop(spec["tasks"])
     worker: Worker[dict[str, Any]] = Worker(
         spec["base"],
         stage_types=spec["stage_type"],
-        handler=noop,
+        handler=noop.handle,
         concurrency=spec["concurrency"],
         handle_signals=False,
     )
     async with JobnikClient(spec["base"]) as client, worker:
-        await all_handled.wait()
+        await noop.done.wait()
         # The last reports may still be on their way; the manager pushes nothing here.
         while (await client.get_job(spec["job_id"])).status not in FINAL_JOB_STATUSES:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
-    return handled
+    return noop.handled
 
 
 async def drain_v1(spec: dict[str, Any], *, read_context: bool = False) -> int:

@@ -147,7 +147,9 @@ async def serve(port: int, tasks: int) -> None:
 
 async def drain(port: int, tasks: int, concurrency: int) -> dict[str, Any]:
     """Run the Worker until it has handled `tasks` tasks; its CPU and calls."""
-    from jobnik_sdk import JobnikClient, TaskContext, Worker
+    from bench_noop import Noop
+
+    from jobnik_sdk import JobnikClient, Worker
 
     calls: Counter[str] = Counter()
 
@@ -163,22 +165,19 @@ async def drain(port: int, tasks: int, concurrency: int) -> dict[str, Any]:
             calls["reports"] += len(reports)
             return await super().report_many(reports, **options)
 
-    handled = 0
-    done = asyncio.Event()
-
-    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
-        nonlocal handled
-        handled += 1
-        if handled >= tasks:
-            done.set()
+    noop = Noop(tasks)
 
     client = Counted(f"http://127.0.0.1:{port}")
     worker: Worker[dict[str, Any]] = Worker(
-        client, stage_types="bench", handler=noop, concurrency=concurrency, handle_signals=False
+        client,
+        stage_types="bench",
+        handler=noop.handle,
+        concurrency=concurrency,
+        handle_signals=False,
     )
     cpu, wall = time.process_time(), time.perf_counter()
     async with worker:
-        await done.wait()
+        await noop.done.wait()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     await client.aclose()
     return {"cpu_ms": cpu * 1000 / tasks, "rate": tasks / wall, "calls": dict(calls)}

@@ -84,6 +84,22 @@ class Scenario:
     run: Callable[[Actors, Callable[[str], None]], Awaitable[None]]
 
 
+# Every scenario, in the order they are defined: the soak cycles through them.
+SCENARIOS: list[Scenario] = []
+
+Steer = Callable[[Actors, Callable[[str], None]], Awaitable[None]]
+
+
+def scenario(expect: JobStatus) -> Callable[[Steer], Steer]:
+    """Register the function as a scenario named after it, whose job ends `expect`."""
+
+    def register(run: Steer) -> Steer:
+        SCENARIOS.append(Scenario(run.__name__, expect, run))
+        return run
+
+    return register
+
+
 async def _create(actors: Actors, name: str, stages: list[NewStage], **options: Any) -> str:
     key = f"soak-{name}-{time.monotonic_ns()}"
     job = await persist(
@@ -98,6 +114,7 @@ async def _stage_id(actors: Actors, job_id: str, order: int) -> str:
     return str(next(s.id for s in stages if s.order == order))
 
 
+@scenario(JobStatus.COMPLETED)
 async def plain(actors: Actors, made: Callable[[str], None]) -> None:
     stages = [
         NewStage(type=INGEST, tasks=tasks(4)),
@@ -107,6 +124,7 @@ async def plain(actors: Actors, made: Callable[[str], None]) -> None:
     made(await _create(actors, "plain", stages))
 
 
+@scenario(JobStatus.COMPLETED)
 async def approval(actors: Actors, made: Callable[[str], None]) -> None:
     stages = [
         NewStage(type=INGEST, tasks=tasks(2)),
@@ -126,6 +144,7 @@ async def approval(actors: Actors, made: Callable[[str], None]) -> None:
     await persist("approve", lambda: actors.operator.approve_stage(second))
 
 
+@scenario(JobStatus.COMPLETED)
 async def fanout(actors: Actors, made: Callable[[str], None]) -> None:
     # Each ingest task adds 5 tasks to the render stage: 1 + 2 * 5 in the end.
     stages = [
@@ -137,11 +156,13 @@ async def fanout(actors: Actors, made: Callable[[str], None]) -> None:
     made(await _create(actors, "fanout", stages))
 
 
+@scenario(JobStatus.COMPLETED)
 async def flaky(actors: Actors, made: Callable[[str], None]) -> None:
     work = [NewTask(data={"do": "flaky"}, max_attempts=SPARE) for _ in range(6)]
     made(await _create(actors, "flaky", [NewStage(type=RENDER, tasks=work)]))
 
 
+@scenario(JobStatus.FAILED)
 async def exhausted(actors: Actors, made: Callable[[str], None]) -> None:
     doomed = NewTask(data={"do": "exhaust"}, max_attempts=2)
     stages = [
@@ -151,17 +172,20 @@ async def exhausted(actors: Actors, made: Callable[[str], None]) -> None:
     made(await _create(actors, "exhausted", stages))
 
 
+@scenario(JobStatus.FAILED)
 async def doomed(actors: Actors, made: Callable[[str], None]) -> None:
     bad = NewTask(data={"do": "doomed"}, max_attempts=SPARE)
     made(await _create(actors, "doomed", [NewStage(type=PUBLISH, tasks=[*tasks(2), bad])]))
 
 
+@scenario(JobStatus.COMPLETED)
 async def later(actors: Actors, made: Callable[[str], None]) -> None:
     until_ = time.time() + 3
     work = [NewTask(data={"do": "later", "until": until_}, max_attempts=SPARE) for _ in range(3)]
     made(await _create(actors, "later", [NewStage(type=RENDER, tasks=work)]))
 
 
+@scenario(JobStatus.COMPLETED)
 async def overrun(actors: Actors, made: Callable[[str], None]) -> None:
     # Past its 2 s limit on the first attempt: failed "timed out", then run again.
     work = [
@@ -171,6 +195,7 @@ async def overrun(actors: Actors, made: Callable[[str], None]) -> None:
     made(await _create(actors, "overrun", [NewStage(type=RENDER, tasks=work)]))
 
 
+@scenario(JobStatus.COMPLETED)
 async def cancelled_task(actors: Actors, made: Callable[[str], None]) -> None:
     job_id = await _create(actors, "cancel", [NewStage(type=PUBLISH, tasks=tasks(4, 1.0))])
     made(job_id)
@@ -183,6 +208,7 @@ async def cancelled_task(actors: Actors, made: Callable[[str], None]) -> None:
         log.info("cancel came late: %s", exc)
 
 
+@scenario(JobStatus.ABORTED)
 async def aborted(actors: Actors, made: Callable[[str], None]) -> None:
     job_id = await _create(actors, "abort", [NewStage(type=INGEST, tasks=tasks(6, 2.0))])
     made(job_id)
@@ -190,6 +216,7 @@ async def aborted(actors: Actors, made: Callable[[str], None]) -> None:
     await persist("abort", lambda: actors.producer.abort(job_id))
 
 
+@scenario(JobStatus.COMPLETED)
 async def paused(actors: Actors, made: Callable[[str], None]) -> None:
     stages = [NewStage(type=INGEST, tasks=tasks(4)), NewStage(type=RENDER, tasks=tasks(4))]
     job_id = await _create(actors, "pause", stages)
@@ -200,12 +227,14 @@ async def paused(actors: Actors, made: Callable[[str], None]) -> None:
     await persist("resume", lambda: actors.producer.resume(job_id))
 
 
+@scenario(JobStatus.COMPLETED)
 async def scheduled(actors: Actors, made: Callable[[str], None]) -> None:
     start = datetime.now(UTC) + timedelta(seconds=4)
     stages = [NewStage(type=PUBLISH, tasks=tasks(3))]
     made(await _create(actors, "scheduled", stages, not_before=start))
 
 
+@scenario(JobStatus.COMPLETED)
 async def replayed(actors: Actors, made: Callable[[str], None]) -> None:
     work = [NewTask(data={"do": "replay"}, max_attempts=SPARE)]
     job_id = await _create(actors, "replay", [NewStage(type=PUBLISH, tasks=work)])
@@ -218,20 +247,3 @@ async def replayed(actors: Actors, made: Callable[[str], None]) -> None:
     job = await persist("read", lambda: actors.operator.get_job(job_id))
     if job.status is JobStatus.FAILED:
         await persist("replay", lambda: actors.operator.retry_job(job_id))
-
-
-SCENARIOS = [
-    Scenario("plain", JobStatus.COMPLETED, plain),
-    Scenario("approval", JobStatus.COMPLETED, approval),
-    Scenario("fanout", JobStatus.COMPLETED, fanout),
-    Scenario("flaky", JobStatus.COMPLETED, flaky),
-    Scenario("exhausted", JobStatus.FAILED, exhausted),
-    Scenario("doomed", JobStatus.FAILED, doomed),
-    Scenario("later", JobStatus.COMPLETED, later),
-    Scenario("overrun", JobStatus.COMPLETED, overrun),
-    Scenario("cancel", JobStatus.COMPLETED, cancelled_task),
-    Scenario("abort", JobStatus.ABORTED, aborted),
-    Scenario("pause", JobStatus.COMPLETED, paused),
-    Scenario("scheduled", JobStatus.COMPLETED, scheduled),
-    Scenario("replay", JobStatus.COMPLETED, replayed),
-]

@@ -6,7 +6,6 @@ parent, so the shortcut cannot drift from it."""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 
 import pytest
 from opentelemetry import context, trace
@@ -16,23 +15,15 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, Trace
 from jobnik_sdk import Task
 from jobnik_sdk._tracing import HandlerSpans, _w3c
 
+from ..support.sdk_tasks import a_claimed_task
+
 pytestmark = pytest.mark.unit
 
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 def a_task(traceparent: str | None = None, tracestate: str | None = None) -> Task:
-    now = datetime.now(UTC)
-    return Task(
-        id=uuid.uuid4(),
-        stage_id=uuid.uuid4(),
-        data={},
-        status="IN_PROGRESS",
-        creation_time=now,
-        update_time=now,
-        traceparent=traceparent,
-        tracestate=tracestate,
-    )
+    return a_claimed_task(traceparent=traceparent, tracestate=tracestate)
 
 
 def as_the_noop_tracer_makes_it(task: Task) -> trace.Span:

@@ -9,9 +9,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobnik_sdk import Task
 from jobnik_sdk._attempt import Attempt
 from jobnik_sdk._leases import LeaseKeeper
+
+from ..support.sdk_tasks import a_claimed_task
 
 LEASE = timedelta(seconds=0.6)
 
@@ -32,20 +33,6 @@ class SilentManager:
             raise
 
 
-def _claimed_task() -> Task:
-    now = datetime.now(UTC)
-    return Task(
-        id=uuid.uuid4(),
-        stage_id=uuid.uuid4(),
-        data={},
-        status="IN_PROGRESS",
-        creation_time=now,
-        update_time=now,
-        lease_id=uuid.uuid4(),
-        lease_expires_at=now + LEASE,
-    )
-
-
 async def test_a_heartbeat_without_an_answer_gives_up_before_the_lease_ends() -> None:
     manager = SilentManager()
     log = logging.getLogger("test")
@@ -55,7 +42,11 @@ async def test_a_heartbeat_without_an_answer_gives_up_before_the_lease_ends() ->
         interval=timedelta(seconds=10),  # longer than the lease: the lease must bound it
         log=log,
     )
-    attempt = Attempt(_claimed_task(), log=log, on_progress=lambda: None)
+    attempt = Attempt(
+        a_claimed_task(lease_id=uuid.uuid4(), lease_expires_at=datetime.now(UTC) + LEASE),
+        log=log,
+        on_progress=lambda: None,
+    )
     keeper.add(attempt)
     # The beat must return of itself while the lease still runs; the guard only keeps a
     # failing test from hanging.

@@ -11,9 +11,10 @@ from typing import Any, cast
 
 import pytest
 
-from jobnik_sdk import Job, Stage, Task, TaskContext
+from jobnik_sdk import ConsumerClient, Job, Stage, TaskContext
 from jobnik_sdk._attempt import Attempt
-from jobnik_sdk._consumer import ConsumerClient
+
+from ..support.sdk_tasks import a_claimed_task
 
 pytestmark = pytest.mark.unit
 
@@ -22,14 +23,7 @@ def a_context(logger: logging.Logger) -> TaskContext:
     now = datetime.now(UTC)
     job = Job(id=uuid.uuid4(), name="j", status="IN_PROGRESS", creation_time=now, update_time=now)
     stage = Stage(id=uuid.uuid4(), job_id=job.id, type="resize", order=1, status="IN_PROGRESS")
-    task = Task(
-        id=uuid.uuid4(),
-        stage_id=stage.id,
-        data={"n": 1},
-        status="IN_PROGRESS",
-        creation_time=now,
-        update_time=now,
-    )
+    task = a_claimed_task(stage_id=stage.id, data={"n": 1})
     return TaskContext(
         task=task, job=job, stage=stage, client=cast(ConsumerClient, None), logger=logger
     )

@@ -14,8 +14,8 @@ import typing
 import warnings
 
 from ._backoff import Backoff
-from ._client import JobnikClient
-from ._consumer import ClaimedTasks, ConsumerClient
+from ._client import ConsumerClient, JobnikClient
+from ._consumer import ClaimedTasks
 from ._context import TaskContext
 from ._exceptions import (
     ApiError,

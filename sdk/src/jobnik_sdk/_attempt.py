@@ -16,7 +16,7 @@ from pydantic_core import PydanticSerializationError
 
 from jobnik_protocol.logs import log_context
 
-from ._consumer import ConsumerClient
+from ._client import ConsumerClient
 from ._context import TaskContext
 from ._exceptions import NonRetryableError, RetryLaterError
 from ._handler import Handler

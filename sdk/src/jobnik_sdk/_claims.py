@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
-from ._consumer import ConsumerClient
+from ._client import ConsumerClient
 from ._exceptions import (
     ApiError,
     AuthenticationError,

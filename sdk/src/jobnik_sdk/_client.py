@@ -82,3 +82,8 @@ class JobnikClient(ProducerCalls, ConsumerCalls):
 
     def __repr__(self) -> str:
         return f"JobnikClient({self.base_url!r})"
+
+
+# What a Worker needs from a client. FakeJobnik is a JobnikClient on an in-process
+# manager, so one class serves both; the name stays for code written against it.
+ConsumerClient = JobnikClient

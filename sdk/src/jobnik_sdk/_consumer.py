@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, TypedDict, Unpack
 
 from pydantic import ConfigDict, Field
 
@@ -21,6 +21,15 @@ from ._reports import (
 
 # The longest a claim may wait for work, by the manager's limits.
 MAX_CLAIM_WAIT = timedelta(seconds=60)
+
+
+class ClaimOptions(TypedDict, total=False):
+    """`claim`'s options, which `claim_with_context` takes too."""
+
+    limit: int
+    lease: timedelta | None
+    worker: str | None
+    wait: timedelta | None
 
 
 # Batch answers are parsed straight from the body's bytes, in one pass.
@@ -119,21 +128,22 @@ class ConsumerCalls:
         return _Claimed.model_validate_json(response.content).items
 
     async def claim_with_context(
-        self,
-        stage_types: str | Sequence[str],
-        *,
-        limit: int = 1,
-        lease: timedelta | None = None,
-        worker: str | None = None,
-        wait: timedelta | None = None,
+        self, stage_types: str | Sequence[str], **options: Unpack[ClaimOptions]
     ) -> ClaimedTasks:
-        """As `claim`, with the claimed tasks' stages and jobs in the same answer, so
-        that running them needs no further reads. A manager that cannot answer with
-        them refuses the call (JobnikValidationError), and nothing is claimed."""
-        body = _claim_body(stage_types, limit, lease, worker, wait)
+        """As `claim` (with its options), with the claimed tasks' stages and jobs in the
+        same answer, so that running them needs no further reads. A manager that cannot
+        answer with them refuses the call (JobnikValidationError), and nothing is
+        claimed."""
+        body = _claim_body(
+            stage_types,
+            options.get("limit", 1),
+            options.get("lease"),
+            options.get("worker"),
+            options.get("wait"),
+        )
         body["withContext"] = True
         response = await self._http.request(
-            "POST", "/v1/tasks/claim", json=body, claims=True, held_for=wait
+            "POST", "/v1/tasks/claim", json=body, claims=True, held_for=options.get("wait")
         )
         return ClaimedTasks.model_validate_json(response.content)
 
@@ -281,122 +291,3 @@ def _claim_body(
     if wait is not None:
         body["waitSeconds"] = seconds(wait)
     return body
-
-
-class ConsumerClient(Protocol):
-    """What a Worker needs from a client; JobnikClient and testing.FakeJobnik provide it."""
-
-    async def dequeue(
-        self, stage_type: str, *, lease: timedelta | None = None, worker: str | None = None
-    ) -> Task | None:
-        """Claim the next ready task of the stage type, or None."""
-        ...
-
-    async def claim(
-        self,
-        stage_types: str | Sequence[str],
-        *,
-        limit: int = 1,
-        lease: timedelta | None = None,
-        worker: str | None = None,
-        wait: timedelta | None = None,
-    ) -> list[Task]:
-        """Claim up to `limit` ready tasks of the stage types, waiting up to `wait`."""
-        ...
-
-    async def claim_with_context(
-        self,
-        stage_types: str | Sequence[str],
-        *,
-        limit: int = 1,
-        lease: timedelta | None = None,
-        worker: str | None = None,
-        wait: timedelta | None = None,
-    ) -> ClaimedTasks:
-        """As `claim`, with the claimed tasks' stages and jobs."""
-        ...
-
-    async def heartbeat(
-        self,
-        task_id: EntityId,
-        lease_id: EntityId,
-        *,
-        progress: int | None = None,
-        message: str | None = None,
-        lease: timedelta | None = None,
-    ) -> HeartbeatAnswer:
-        """Extend the task's lease; learn whether it was aborted."""
-        ...
-
-    async def heartbeat_many(
-        self, heartbeats: Sequence[TaskHeartbeat], *, lease: timedelta | None = None
-    ) -> list[HeartbeatOutcome]:
-        """Extend many leases at once; learn of each whether it was aborted or lost."""
-        ...
-
-    async def add_task_event(
-        self,
-        task_id: EntityId,
-        name: str,
-        *,
-        lease_id: EntityId | None = None,
-        message: str | None = None,
-        level: EventLevel = "info",
-        fields: Mapping[str, Any] | None = None,
-    ) -> Event:
-        """Add an entry to the task's job history."""
-        ...
-
-    async def complete(
-        self,
-        task_id: EntityId,
-        *,
-        lease_id: EntityId | None = None,
-        result: dict[str, Any] | None = None,
-    ) -> Task:
-        """Report the task COMPLETED."""
-        ...
-
-    async def fail(
-        self,
-        task_id: EntityId,
-        *,
-        lease_id: EntityId | None = None,
-        reason: str | None = None,
-        retryable: bool = True,
-    ) -> Task:
-        """Report the task FAILED."""
-        ...
-
-    async def retry_later(
-        self,
-        task_id: EntityId,
-        *,
-        delay: timedelta,
-        lease_id: EntityId | None = None,
-        reason: str | None = None,
-    ) -> Task:
-        """Hand the task back to be offered again after `delay`."""
-        ...
-
-    async def report_many(
-        self, reports: Sequence[TaskReport], *, with_tasks: bool = True
-    ) -> list[ReportOutcome]:
-        """Settle many tasks at once; learn of each whether its report was taken."""
-        ...
-
-    async def get_job(self, job_id: EntityId, *, with_stages: bool = False) -> Job:
-        """One job."""
-        ...
-
-    async def get_stage(self, stage_id: EntityId, *, with_tasks: bool = False) -> Stage:
-        """One stage."""
-        ...
-
-    async def set_task_user_metadata(self, task_id: EntityId, metadata: Mapping[str, Any]) -> None:
-        """Replace the task's user metadata."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release the client's resources."""
-        ...

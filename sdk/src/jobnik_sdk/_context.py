@@ -11,7 +11,7 @@ from ._logs import TaskIds
 from ._models import Event, EventLevel, Job, Stage, Task
 
 if TYPE_CHECKING:
-    from ._consumer import ConsumerClient
+    from ._client import ConsumerClient
 
 PROGRESS_KEY = "progress"
 _HANDLER_LOGGER = logging.getLogger("jobnik_sdk.handler")

@@ -10,8 +10,8 @@ from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from ._client import ConsumerClient
 from ._clock import SYSTEM_CLOCK, Clock
-from ._consumer import ConsumerClient
 from ._models import Job, Stage
 
 T = TypeVar("T")

@@ -9,8 +9,8 @@ import uuid
 from datetime import timedelta
 
 from ._attempt import Attempt, Progress
+from ._client import ConsumerClient
 from ._clock import SYSTEM_CLOCK, Clock, wait_event, within
-from ._consumer import ConsumerClient
 from ._exceptions import ApiError, JobnikTransportError
 from ._logs import Log, TaskIds
 from ._metrics import Meter

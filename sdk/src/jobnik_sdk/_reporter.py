@@ -12,8 +12,8 @@ from datetime import timedelta
 
 from ._attempt import Outcome, bad_result
 from ._backoff import Backoff
+from ._client import ConsumerClient
 from ._clock import SYSTEM_CLOCK, Clock, wait_event
-from ._consumer import ConsumerClient
 from ._exceptions import ApiError, JobnikTransportError
 from ._logs import Log, TaskIds
 from ._metrics import Meter

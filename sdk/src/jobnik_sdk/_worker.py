@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ._attempt import Attempt, Outcome
 from ._backoff import Backoff
 from ._claims import Claimer
-from ._client import JobnikClient
+from ._client import ConsumerClient, JobnikClient
 from ._clock import SYSTEM_CLOCK, Clock, wait_any, wait_event
-from ._consumer import ConsumerClient
 from ._context_cache import ContextCache
 from ._exceptions import ApiError, JobnikTransportError, RetryLaterError
 from ._handler import Handler, data_binder

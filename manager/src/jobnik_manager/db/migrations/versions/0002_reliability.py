@@ -38,20 +38,17 @@ def upgrade() -> None:
     for name, type_ in TASK_COLUMNS:
         op.add_column("tasks", sa.Column(name, type_, nullable=True))
     op.add_column("stages", sa.Column("retry_policy", JsonColumn, nullable=True))
-    op.create_index(
-        "ix_tasks_lease_expiry",
-        "tasks",
-        ["lease_expires_at"],
-        postgresql_where=sa.text("status = 'IN_PROGRESS'"),
-        sqlite_where=sa.text("status = 'IN_PROGRESS'"),
-    )
-    op.create_index(
-        "ix_tasks_not_before",
-        "tasks",
-        ["not_before"],
-        postgresql_where=sa.text("not_before IS NOT NULL"),
-        sqlite_where=sa.text("not_before IS NOT NULL"),
-    )
+    for index, column, where in (
+        ("ix_tasks_lease_expiry", "lease_expires_at", "status = 'IN_PROGRESS'"),
+        ("ix_tasks_not_before", "not_before", "not_before IS NOT NULL"),
+    ):
+        op.create_index(
+            index,
+            "tasks",
+            [column],
+            postgresql_where=sa.text(where),
+            sqlite_where=sa.text(where),
+        )
 
     op.create_table(
         "events",
