@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from jobnik_sdk import HeartbeatOutcome, TaskContext, TaskHeartbeat, TaskStatus, Worker
-from jobnik_sdk.testing import FakeClock, FakeJobnik
+from jobnik_sdk.testing import FakeClock, FakeJobnik, FakeManager
 
 from ..support.api import unique
 from ..support.clients import PassThrough
@@ -22,7 +22,8 @@ class ManualClock:
     def __init__(self, manager: FakeClock) -> None:
         self._now = 0.0
         self._manager = manager
-        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
+        self._sleepers: list[tuple[float, asyncio.Future[None], int]] = []
+        self.sleeps = 0  # how many sleeps began, to tell the newer ones apart
 
     def monotonic(self) -> float:
         return self._now
@@ -31,7 +32,8 @@ class ManualClock:
         if seconds <= 0:
             await asyncio.sleep(0)
             return
-        entry = (self._now + seconds, asyncio.get_running_loop().create_future())
+        self.sleeps += 1
+        entry = (self._now + seconds, asyncio.get_running_loop().create_future(), self.sleeps)
         self._sleepers.append(entry)
         try:
             await entry[1]
@@ -39,14 +41,16 @@ class ManualClock:
             if entry in self._sleepers:
                 self._sleepers.remove(entry)
 
-    def asleep_until(self, due: float) -> bool:
-        """Whether something sleeps until `due` (the lease keeper, for its next beat)."""
-        return any(at == due and not woken.done() for at, woken in self._sleepers)
+    def asleep_until(self, due: float, *, since: int) -> bool:
+        """Whether a sleep begun after the `since`-th sleeps until `due` (the lease
+        keeper's, for its next beat; the one that bounded the last beat's wait for an
+        answer may not have been cancelled yet, and was begun before it)."""
+        return any(at == due and n > since and not w.done() for at, w, n in self._sleepers)
 
     def advance(self, seconds: float) -> None:
         self._now += seconds
         self._manager.advance(seconds)
-        for due, woken in list(self._sleepers):
+        for due, woken, _ in list(self._sleepers):
             if due <= self._now and not woken.done():
                 woken.set_result(None)
 
@@ -60,15 +64,18 @@ class ManualClock:
 class Beats(PassThrough):
     """Passes every call to the fake, counting the batch heartbeats it answered."""
 
-    def __init__(self, inner: FakeJobnik) -> None:
+    def __init__(self, inner: FakeJobnik, clock: ManualClock) -> None:
         super().__init__(inner)
         self.answered = 0
+        self.answered_after_sleeps = 0
+        self._clock = clock
 
     async def heartbeat_many(
         self, heartbeats: list[TaskHeartbeat], **options: Any
     ) -> list[HeartbeatOutcome]:
         answers = await self.inner.heartbeat_many(heartbeats, **options)
         self.answered += 1
+        self.answered_after_sleeps = self._clock.sleeps
         return answers
 
 
@@ -77,8 +84,10 @@ async def run_held_task(advances: list[float]) -> tuple[Any, bool]:
     clocks move on by each of `advances` seconds in turn, waiting after each for a
     heartbeat's answer; then let it finish. The task once the worker stopped, and
     whether its handler was cancelled."""
-    fake = FakeJobnik()
-    clock, beats, kind = ManualClock(fake.clock), Beats(fake), unique("clocked")
+    # The manager's time moves only with the worker's, as one clock.
+    fake = FakeJobnik(manager=FakeManager(FakeClock(frozen=True)))
+    clock, kind = ManualClock(fake.clock), unique("clocked")
+    beats = Beats(fake, clock)
     created = await one_task(fake, kind)
     started, release, cancelled = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
@@ -101,29 +110,41 @@ async def run_held_task(advances: list[float]) -> tuple[Any, bool]:
         handle_signals=False,
         clock=clock,
     )
-    async with worker:
-        await asyncio.wait_for(started.wait(), 10)
-        for seconds in advances:
-            before = beats.answered
-            clock.advance(seconds)
+    ticking: asyncio.Task[None] | None = None
+    try:
+        async with worker:
+            try:
+                await asyncio.wait_for(started.wait(), 10)
+                for seconds in advances:
+                    before = beats.answered
+                    clock.advance(seconds)
 
-            async def beaten(before: int = before) -> bool | None:
-                # Answered, and the lease keeper asleep again until its next beat: the
-                # manager answers from its own thread, at no set turn of this loop.
-                again = clock.asleep_until(clock.monotonic() + 0.5)
-                return True if beats.answered > before and (again or cancelled.is_set()) else None
+                    async def beaten(before: int = before) -> bool | None:
+                        # Answered, and the lease keeper asleep again until its next beat:
+                        # the manager answers from its own thread, at no set turn of this
+                        # loop.
+                        again = clock.asleep_until(
+                            clock.monotonic() + 0.5, since=beats.answered_after_sleeps
+                        )
+                        answered = beats.answered > before
+                        return True if answered and (again or cancelled.is_set()) else None
 
-            await eventually(beaten, "the heartbeat due")
-        if cancelled.is_set():
-            result = await fake.get_task(created.id), True
-        else:
-            release.set()
-            done = in_status(fake, created.id, TaskStatus.COMPLETED)
-            result = await eventually(done, "the task to complete"), False
-        # The worker stops on its clock too (a poll's pause, a report's linger): time
-        # must pass for it, and nothing else moves this clock now.
-        ticking = asyncio.create_task(clock.run())
-    ticking.cancel()
+                    await eventually(beaten, f"the heartbeat due at {clock.monotonic()} s")
+                if cancelled.is_set():
+                    result = await fake.get_task(created.id), True
+                else:
+                    release.set()
+                    done = in_status(fake, created.id, TaskStatus.COMPLETED)
+                    result = await eventually(done, "the task to complete"), False
+            finally:
+                # The worker stops on its clock too (a poll's pause, a report's linger,
+                # the grace a held handler gets when the test failed): time must pass
+                # for it, and nothing else moves this clock now.
+                release.set()
+                ticking = asyncio.create_task(clock.run())
+    finally:
+        if ticking is not None:
+            ticking.cancel()
     return result
 
 
