@@ -273,10 +273,11 @@ async def test_a_busy_worker_claims_again_at_once_and_an_idle_one_backs_off() ->
     pauses = [i for i, (kind, _) in enumerate(events) if kind == "pause"]
     # Busy: every task was claimed before the worker first paused.
     assert sum(n for kind, n in events[: pauses[0]] if kind == "claim") == 20
-    # Idle: one empty claim per pause, each pause a step longer than the one before.
+    # Idle: one empty claim per pause, each pause longer than the one before (by a step,
+    # or by two where a claim sent ahead while the worker was busy came back empty too).
     assert all(events[a + 1 : b] == [("claim", 0)] for a, b in pairwise(pauses))
     steps = [events[i][1] for i in pauses]
-    assert steps == list(range(steps[0], steps[0] + len(steps)))
+    assert all(0 < later - earlier <= 2 for earlier, later in pairwise(steps)), steps
 
 
 async def test_several_stage_types_are_served_in_the_managers_order() -> None:
