@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
@@ -104,7 +105,15 @@ class Served:
             self._closing = asyncio.ensure_future(self.database.engine.dispose())
 
     async def close(self) -> None:
-        """Close the database's connections for good."""
+        """Close the database's connections for good, once what is still being answered
+        has ended: a long-polling claim whose client went away would otherwise go on
+        against a database file that is gone (and SQLite would make a new, empty one)."""
         if self._idle is not None:
             self._idle.cancel()
+        left: list[asyncio.Future[Any]] = [*self._unanswered]
+        if self._tick is not None:
+            left.append(self._tick)
+        for work in left:
+            work.cancel()
+        await asyncio.gather(*left, return_exceptions=True)
         await self.database.dispose()
