@@ -3,12 +3,14 @@ ones are reaped into failed attempts, and an abort reaches the holder."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
@@ -201,6 +203,19 @@ async def test_a_lease_runs_from_when_the_claim_runs_not_from_before_its_connect
     def slow(*_: Any) -> None:
         clock.advance(timedelta(seconds=10))
 
+    holder = None
+    if db.is_sqlite:
+        # SQLite's claim runs on a connection of its own; what it waits for is the write
+        # lock, held here by another transaction for those seconds.
+        holding = asyncio.Event()
+
+        async def hold_the_lock(s: AsyncSession) -> None:
+            holding.set()
+            await asyncio.sleep(0.1)
+            slow()
+
+        holder = asyncio.create_task(db.transaction(hold_the_lock))
+        await holding.wait()
     event.listen(db.engine.sync_engine.pool, "checkout", slow)
     acquire = asyncpg.pool.Pool.acquire
 
@@ -217,6 +232,8 @@ async def test_a_lease_runs_from_when_the_claim_runs_not_from_before_its_connect
         )
     finally:
         event.remove(db.engine.sync_engine.pool, "checkout", slow)
+        if holder is not None:
+            await holder
     (task,) = claimed["items"]
     assert at(task["startTime"]) >= began + timedelta(seconds=10)
     assert at(task["leaseExpiresAt"]) - at(task["startTime"]) == timedelta(seconds=60)

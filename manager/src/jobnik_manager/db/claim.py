@@ -1,24 +1,20 @@
-"""The claim: the one statement on the hot path of every worker (SQLite's two here,
-PostgreSQL's in db/sql/claim.sql).
+"""PostgreSQL: the claim, the one statement on the hot path of every worker
+(db/sql/claim.sql; SQLite's is `db.sqlite_claim`).
 
 One UPDATE takes up to `limit` claimable tasks and starts their leases, whatever the
 limit. Its inner SELECT reads the partial index `ix_tasks_claim`, which holds only
 claimable tasks, in (stage_type, priority_rank, seq) order, so its cost does not grow
 with finished history or with paused, waiting or delayed work. PostgreSQL skips rows
-another claimer has locked; on SQLite the transaction already holds the write lock.
+another claimer has locked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime, timedelta
 from functools import cache
-from types import SimpleNamespace
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import Row, Table, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Table
 
 from ..domain.moves import CLAIMS, JOB_STARTED, STAGE_STARTED, TASK_CLAIMED, TASK_RECLAIMED
 from .direct import DirectStatement
@@ -30,55 +26,6 @@ TASK_COLUMNS = tuple(Task.__table__.c)
 # Belt and braces: only a task waiting to run is ever claimed, whatever its flag says.
 _WAITING_STATUSES = [str(m.source) for m in CLAIMS]
 _WAITING = Task.status.in_(_WAITING_STATUSES)
-
-
-async def claim_rows(
-    s: AsyncSession,
-    stage_types: Sequence[str],
-    limit: int,
-    *,
-    now: datetime,
-    lease: timedelta,
-    worker: str | None,
-) -> list[Any]:
-    """SQLite: claim up to `limit` tasks of these types (best priority, then oldest):
-    each row is the claimed task as it is now, plus `previous`, its status before the
-    claim. (PostgreSQL claims with `claim_statement`, one statement of its own.)"""
-    picked = select(Task.seq, Task.status.label("previous")).where(Task.claimable, _WAITING)
-    if len(stage_types) == 1:
-        # Equality keeps the plan a plain ordered index scan.
-        picked = picked.where(Task.stage_type == stage_types[0])
-    else:
-        picked = picked.where(Task.stage_type.in_(stage_types))
-    picked = picked.order_by(Task.priority_rank, Task.seq).limit(limit)
-    # SQLite's RETURNING sees only the updated table; the write lock taken at BEGIN
-    # keeps the two statements together.
-    previous = {r.seq: r.previous for r in await s.execute(picked)}
-    if not previous:
-        return []
-    updated = await s.execute(
-        update(Task)
-        .values(
-            **TASK_CLAIMED.columns(now),
-            # SQLite keeps a UUID as 32 hex digits.
-            lease_id=func.lower(func.hex(func.randomblob(16))),
-            lease_expires_at=now + lease,
-            lease_seconds=lease.total_seconds(),
-            worker=worker,
-            progress=None,
-            progress_message=None,
-        )
-        .where(Task.seq.in_(previous))
-        .returning(*TASK_COLUMNS)
-        .execution_options(synchronize_session=False)
-    )
-    rows = [_with_previous(r, previous[r.seq]) for r in updated]
-    rows.sort(key=lambda r: (r.priority_rank, r.seq))  # RETURNING keeps no order
-    return rows
-
-
-def _with_previous(row: Row[Any], previous: str) -> Any:
-    return SimpleNamespace(**row._mapping, previous=previous)
 
 
 # The statuses the claim statement writes and reads, bound from the moves it makes.

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import copy
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -27,6 +28,7 @@ from . import json_text
 from .deferred import DeferringSession
 from .direct import BROKEN_CONNECTION, DirectStatement, reset_connection, setup_connection
 from .failures import is_conflict, is_unavailable
+from .sqlite_writer import PRAGMAS, SqliteWriter, WriteLock
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,10 +64,8 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        for pragma in PRAGMAS:
+            cursor.execute(pragma)
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
@@ -172,6 +172,10 @@ class Database:
         self._pool_size = pool_size
         self._direct_pools: dict[bool, asyncpg.Pool] = {}  # by durability
         self._direct_pool_opening = asyncio.Lock()
+        # SQLite: the process's write lock, and the connection of the hot calls.
+        self._writer: SqliteWriter | None = None
+        if self.is_sqlite:
+            self._writer = SqliteWriter(make_url(url).database or "", WriteLock())
         self._set_hooks(tuple(hooks))
 
     def _set_hooks(self, hooks: tuple[TransactionHook, ...]) -> None:
@@ -205,6 +209,13 @@ class Database:
         async def once() -> T:
             nonlocal committing
             committing = False
+            if self._writer is None:
+                return await in_session()
+            async with self._writer.lock.held():
+                return await in_session()
+
+        async def in_session() -> T:
+            nonlocal committing
             async with self.sessions() as session:
                 session.info[PRINCIPAL] = principal
                 async with session.begin():
@@ -226,6 +237,15 @@ class Database:
         one (a direct statement) with the info its caller gathered."""
         for hook in self.hooks:
             hook.after_commit(info)
+
+    async def sqlite_direct(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """SQLite: `work(connection)`, synchronous statements on the driver, as a
+        transaction of its own on the writer's connection and thread (`db.sqlite_writer`):
+        one hop from the event loop, however many statements. Retried like
+        `transaction`: a run either committed or was rolled back, so it may run again."""
+        writer = self._writer
+        assert writer is not None, "a SQLite database's"
+        return await _retried(lambda: writer.run(work))
 
     async def direct(
         self,
@@ -316,6 +336,8 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+        if self._writer is not None:
+            await self._writer.close()
         # Emptied in place: a view from `with_hooks` shares the dict.
         pools = list(self._direct_pools.values())
         self._direct_pools.clear()

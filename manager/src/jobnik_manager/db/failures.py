@@ -2,10 +2,13 @@
 being away (a 503 to the client), as opposed to a fault of the request or the code.
 
 The errors come from two drivers' layers: SQLAlchemy's (wrapping asyncpg's or
-sqlite3's) on the ORM paths, asyncpg's own on the direct statements (`db.direct`).
+sqlite3's) on the ORM paths, asyncpg's and sqlite3's own on the direct statements
+(`db.direct`, `db.sqlite_writer`).
 """
 
 from __future__ import annotations
+
+import sqlite3
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy.exc import DBAPIError
@@ -38,6 +41,8 @@ def is_conflict(exc: BaseException) -> bool:
     """A deadlock or a serialization failure: the transaction may simply run again."""
     if isinstance(exc, SAOperationalError) and "database is locked" in str(exc.orig):
         return True  # SQLite's busy timeout ran out
+    if isinstance(exc, sqlite3.OperationalError) and "database is locked" in str(exc):
+        return True
     return _sqlstate(exc) in CONFLICT_SQLSTATES
 
 
@@ -48,6 +53,8 @@ def is_unavailable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, SAInterfaceError | SAOperationalError) and not is_conflict(exc):
         return True
+    if isinstance(exc, sqlite3.OperationalError) and not is_conflict(exc):
+        return True  # the file cannot be opened, read or written
     error = _driver_error(exc)
     if isinstance(error, (*BROKEN_CONNECTION, OSError, asyncpg.PostgresConnectionError)):
         return True

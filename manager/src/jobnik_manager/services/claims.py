@@ -1,12 +1,14 @@
 """Claiming tasks (dequeue and batch claim): each claim takes a lease.
 
-A batch of any size costs the same statements: the claim UPDATE, one multi-row event
-INSERT, one summary UPDATE per stage, and the start of a stage and its job only on the
-first claim of that stage, all in one transaction (on PostgreSQL, one statement).
+A batch of any size costs the same statements, in one transaction of its own: on
+PostgreSQL one statement (db/sql/claim.sql); on SQLite the claim UPDATE, one multi-row
+event INSERT, one summary UPDATE per stage, and the start of a stage and its job only on
+the first claim of that stage, run together on the writer's thread (`db.sqlite_claim`).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import time
 import uuid
 from collections.abc import Sequence
@@ -18,53 +20,16 @@ from typing import Any
 from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.claim import claim_rows, claim_statement, context_statement, stages_and_jobs
-from ..db.engine import Database, acting_name, now_in, principal_in
+from ..db.claim import claim_statement, context_statement, stages_and_jobs
+from ..db.engine import Database, acting_name, principal_in
 from ..db.models import Job, Stage
+from ..db.sqlite_claim import ClaimAsk, ClaimedRows
+from ..db.sqlite_claim import claim as sqlite_claim
 from ..domain import observations
 from ..domain.announcements import ANNOUNCED, announcing
 from ..domain.leases import DEFAULT_LEASE
-from ..domain.moves import CLAIMS, JOB_STARTED, STAGE_STARTED
-from ..domain.statuses import StageStatus, TaskStatus
-from . import summaries
-from .history import insert_rows, task_event
-from .loading import load_stages_with_jobs
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimAsk:
-    """What a claim asks for: up to `limit` tasks of these stage types, each under a lease
-    of `lease` (by default DEFAULT_LEASE) taken by `worker`."""
-
-    stage_types: Sequence[str]
-    limit: int = 1
-    lease: timedelta | None = None
-    worker: str | None = None
-
-    @property
-    def taken(self) -> timedelta:
-        return self.lease or DEFAULT_LEASE
-
-
-async def claim_tasks(s: AsyncSession, ask: ClaimAsk) -> list[Any]:
-    """Claim the tasks `ask` asks for: highest job priority, then oldest. Each row holds
-    the claimed task's columns."""
-    now = now_in(s)
-    rows = await claim_rows(
-        s, ask.stage_types, ask.limit, now=now, lease=ask.taken, worker=ask.worker
-    )
-    if not rows:
-        return []
-    principal = principal_in(s)
-    claims = {m.source: m for m in CLAIMS}
-    await insert_rows(s, [task_event(r, claims[r.previous], now, principal, None) for r in rows])
-    deltas = summaries.moves([(r.stage_id, r.previous, TaskStatus.IN_PROGRESS) for r in rows])
-    stages = await summaries.bump(s, deltas, now)
-    # The summary UPDATE holds the stage's lock: a PENDING stage seen here starts now.
-    unstarted = [st for st in stages if st.status is StageStatus.PENDING]
-    if unstarted:
-        await start_stages(s, [st.id for st in unstarted], [st.job_id for st in unstarted], now)
-    return rows
+from ..domain.moves import JOB_STARTED, STAGE_STARTED
+from .history import insert_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +51,8 @@ async def claim(
     worker: str | None = None,
     with_context: bool = False,
 ) -> Claimed:
-    """Claim as `claim_tasks` does, each claim a transaction of its own.
+    """Claim up to `limit` tasks of these types (highest job priority, then oldest), each
+    under a lease, in a transaction of its own.
 
     On PostgreSQL the claim, with the start of the stages and jobs it is the first
     claim of, is one statement committed on its own, so the stage's summary row is
@@ -94,8 +60,11 @@ async def claim(
     asks for.
     """
     began = time.perf_counter()
-    ask = ClaimAsk(stage_types, limit, lease, worker)
-    claimed = await _claim(db, ask, with_context)
+    taken = lease or DEFAULT_LEASE
+    if db.is_sqlite:
+        claimed = await _claim_sqlite(db, stage_types, limit, taken, worker, with_context)
+    else:
+        claimed = await _claim(db, stage_types, limit, taken, worker, with_context)
     info: dict[str, Any] = {
         observations.CLAIM_TOOK: (",".join(stage_types), time.perf_counter() - began)
     }
@@ -104,16 +73,42 @@ async def claim(
     return claimed
 
 
-async def _claim(db: Database, ask: ClaimAsk, with_context: bool) -> Claimed:
-    if db.is_sqlite:
+async def _claim_sqlite(
+    db: Database,
+    stage_types: Sequence[str],
+    limit: int,
+    taken: timedelta,
+    worker: str | None,
+    with_context: bool,
+) -> Claimed:
+    principal = acting_name()
+    announce = announcing(db.info)
 
-        async def claim_and_read(s: AsyncSession) -> Claimed:
-            rows = await claim_tasks(s, ask)
-            return await _with_context(s, rows) if with_context and rows else Claimed(rows)
+    def run(conn: sqlite3.Connection) -> ClaimedRows:
+        # The time read with the write lock held: the lease runs from when the claim runs.
+        now = db.clock.now()
+        ask = ClaimAsk(
+            tuple(stage_types), limit, now, taken, worker, principal, with_context, announce
+        )
+        return sqlite_claim(conn, ask)
 
-        return await db.transaction(claim_and_read)
-    taken = ask.taken
-    stage_types = ask.stage_types
+    claimed = await db.sqlite_direct(run)
+    if announce and claimed.started:
+        db.committed({ANNOUNCED: True})
+    rows = [SimpleNamespace(**r) for r in claimed.tasks]
+    if not (with_context and rows):
+        return Claimed(rows)
+    return Claimed(rows, [Stage(**r) for r in claimed.stages], [Job(**r) for r in claimed.jobs])
+
+
+async def _claim(
+    db: Database,
+    stage_types: Sequence[str],
+    limit: int,
+    taken: timedelta,
+    worker: str | None,
+    with_context: bool,
+) -> Claimed:
     single = len(stage_types) == 1
     announce = announcing(db.info)
 
@@ -125,11 +120,11 @@ async def _claim(db: Database, ask: ClaimAsk, with_context: bool) -> Claimed:
         now = db.clock.now()
         return {
             "types": stage_types[0] if single else list(stage_types),
-            "n": ask.limit,
+            "n": limit,
             "now": now,
             "expires": now + taken,
             "seconds": taken.total_seconds(),
-            "worker": ask.worker,
+            "worker": worker,
             "principal": principal,
             "time": now.isoformat(),
         }
@@ -154,11 +149,6 @@ async def _claim(db: Database, ask: ClaimAsk, with_context: bool) -> Claimed:
         context_statement(), {"stage_ids": sorted({r.stage_id for r in rows})}, replay_safe=True
     )
     return Claimed(rows, *stages_and_jobs(context))
-
-
-async def _with_context(s: AsyncSession, rows: list[Any]) -> Claimed:
-    stages, jobs = await load_stages_with_jobs(s, (r.stage_id for r in rows))
-    return Claimed(rows, stages, jobs)
 
 
 async def start_stages(

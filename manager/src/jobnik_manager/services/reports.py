@@ -10,6 +10,7 @@ does not stop the others.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Sequence
@@ -27,6 +28,8 @@ from ..db.claim import TASK_COLUMNS
 from ..db.complete import complete_statement
 from ..db.engine import Database, acting_name, now_in, principal_in
 from ..db.models import TASKS
+from ..db.sqlite_complete import Completion
+from ..db.sqlite_complete import complete as complete_on_sqlite
 from ..domain import observations
 from ..domain.errors import DomainError, LeaseLost, TaskNotFound
 from ..domain.leases import lease_is_live
@@ -90,14 +93,13 @@ async def report(db: Database, task_id: uuid.UUID, r: Report) -> TaskView:
 async def settle(
     db: Database, items: Sequence[tuple[uuid.UUID, Report]]
 ) -> list[TaskView | DomainError]:
-    """Settle reports, each transaction as short as it can be: on PostgreSQL the
-    completions that leave their stage open go through one statement of their own
-    (`db.complete`); everything else, and anything that statement left, goes through
+    """Settle reports, each transaction as short as it can be: the completions that
+    leave their stage open go through a transaction of their own on the driver (one
+    statement on PostgreSQL, `db.complete`; a few on SQLite's writer thread,
+    `db.sqlite_complete`); everything else, and anything that left, goes through
     `settle_reports` in one transaction."""
     began = time.perf_counter()
-    answers: dict[int, TaskView | DomainError] = {}
-    if not db.is_sqlite:
-        answers = await _complete_fast(db, items)
+    answers = await _complete_fast(db, items)
     rest = [i for i in range(len(items)) if i not in answers]
     if rest:
         settled = await db.transaction(lambda s: settle_reports(s, [items[i] for i in rest]))
@@ -115,6 +117,32 @@ async def _complete_fast(
             first.setdefault(task_id, i)  # a repeated id is left to the full path
     if not first:
         return {}
+    if db.is_sqlite:
+        rows = await _complete_sqlite(db, [items[i] for i in first.values()])
+    else:
+        rows = await _complete_postgres(db, items, first)
+    if rows:
+        done: dict[str, Any] = {}
+        for row in rows:
+            observations.settled(done, row, TaskStatus.COMPLETED, row.end_time, row.start_time)
+        db.committed(done)
+    return {first[row.id]: row for row in rows}
+
+
+async def _complete_sqlite(db: Database, items: list[tuple[uuid.UUID, Report]]) -> list[TaskView]:
+    completions = [Completion(task_id, r.lease_id, r.result) for task_id, r in items]
+    principal = acting_name()
+
+    def run(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        # The time read with the write lock held, as the statements run.
+        return complete_on_sqlite(conn, completions, db.clock.now(), principal)
+
+    return [SimpleNamespace(**row) for row in await db.sqlite_direct(run)]
+
+
+async def _complete_postgres(
+    db: Database, items: Sequence[tuple[uuid.UUID, Report]], first: dict[uuid.UUID, int]
+) -> list[TaskView]:
     now = db.clock.now()
     params = {
         "ids": list(first),
@@ -126,13 +154,7 @@ async def _complete_fast(
     # Replayed after a broken connection: a completion that ran finds its tasks no longer
     # IN_PROGRESS the second time and changes nothing; they go to the full path.
     done_rows = await db.direct(complete_statement(), params, replay_safe=True)
-    rows = [SimpleNamespace(**row) for row in done_rows]
-    if rows:
-        done: dict[str, Any] = {}
-        for row in rows:
-            observations.settled(done, row, TaskStatus.COMPLETED, now, row.start_time)
-        db.committed(done)
-    return {first[row.id]: row for row in rows}
+    return [SimpleNamespace(**row) for row in done_rows]
 
 
 def _json_text(result: dict[str, Any] | None) -> str | None:

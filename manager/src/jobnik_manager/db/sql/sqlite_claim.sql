@@ -1,0 +1,67 @@
+-- SQLite: the claim, as the statements of one transaction run on the writer's thread
+-- (db/sqlite_claim.py). SQLite's RETURNING sees only the updated table, and its
+-- data-modifying statements cannot be parts of one: the writer's lock, held from
+-- BEGIN, keeps them together. Statuses are bound from the moves that declare them
+-- (domain/moves.py), and `{...}` stands for the columns a move writes, made from its
+-- declaration (db/sqlite_values.py `assignments`). A list is bound as JSON text.
+--
+-- `picked` reads the partial index ix_tasks_claim, which holds only claimable tasks,
+-- in (stage_type, priority_rank, seq) order: an equality on one stage type keeps the
+-- plan an ordered index scan, without a sort.
+
+-- name: picked_one_type
+SELECT seq, status AS previous
+FROM tasks
+WHERE claimable = 1
+  AND status IN (SELECT value FROM json_each(:claim_sources))
+  AND stage_type = :type
+ORDER BY priority_rank, seq
+LIMIT :n
+
+-- name: picked_types
+SELECT seq, status AS previous
+FROM tasks
+WHERE claimable = 1
+  AND status IN (SELECT value FROM json_each(:claim_sources))
+  AND stage_type IN (SELECT value FROM json_each(:types))
+ORDER BY priority_rank, seq
+LIMIT :n
+
+-- name: claimed
+-- SQLite keeps a UUID as 32 hex digits.
+UPDATE tasks SET
+    {claimed},
+    lease_id = lower(hex(randomblob(16))),
+    lease_expires_at = :expires,
+    lease_seconds = :seconds,
+    worker = :worker,
+    progress = NULL,
+    progress_message = NULL
+WHERE seq IN (SELECT value FROM json_each(:seqs))
+RETURNING *
+
+-- name: bumped
+-- A stage's summary after a claim of its tasks, with its status before it (a PENDING
+-- stage starts now).
+UPDATE stages SET
+    pending = pending - :pending,
+    retried = retried - :retried,
+    in_progress = in_progress + :claimed,
+    update_time = :now
+WHERE id = :id
+RETURNING job_id, status, type
+
+-- name: stage_started
+UPDATE stages SET {started}, start_time = coalesce(start_time, :now)
+WHERE id = :id AND status = :unstarted
+
+-- name: job_started
+UPDATE jobs SET {started}, start_time = coalesce(start_time, :now)
+WHERE id = :id AND status = :unstarted
+RETURNING id
+
+-- name: stages
+SELECT * FROM stages WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id
+
+-- name: jobs
+SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id
