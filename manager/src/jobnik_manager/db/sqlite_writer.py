@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -109,8 +110,15 @@ class SqliteWriter:
         return result
 
     def _open(self) -> sqlite3.Connection:
-        # No transactions of the module's own: BEGIN and COMMIT are sent here.
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        # No transactions of the module's own: BEGIN and COMMIT are sent here. The file
+        # must exist (mode=rw): a writer outliving its database (a test's, removed) must
+        # fail, not make a new, empty one and run a claim on it.
+        conn = sqlite3.connect(
+            f"file:{urllib.parse.quote(self._path)}?mode=rw",
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+        )
         for pragma in (*PRAGMAS, *_WRITER_PRAGMAS):
             conn.execute(pragma)
         self._conn = conn
