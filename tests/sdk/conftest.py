@@ -21,6 +21,7 @@ from jobnik_manager.settings import Settings
 from jobnik_sdk import Backoff, JobnikClient, RequestRetryPolicy
 from jobnik_sdk.testing import FakeClock, FakeJobnik, FakeManager
 
+from ..support import workers
 from ..support.api import Api
 from ..support.apps import app_on
 from ..support.invariants import assert_invariants
@@ -31,7 +32,7 @@ from ..support.profiles import running  # noqa: F401  (the end-to-end tests' dep
 Surface = JobnikClient | FakeJobnik
 
 # A Worker's pauses between empty claims in tests: a few milliseconds.
-QUICK = Backoff(initial=timedelta(milliseconds=5), maximum=timedelta(milliseconds=20))
+QUICK = workers.QUICK
 
 FAST_RETRY = RequestRetryPolicy(
     max_attempts=3,

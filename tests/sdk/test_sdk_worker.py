@@ -38,7 +38,7 @@ from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
 from ..support.handlers import Held
-from .conftest import QUICK
+from ..support.workers import worker
 
 DEADLINE = timedelta(seconds=10)
 
@@ -46,12 +46,6 @@ DEADLINE = timedelta(seconds=10)
 class Tile(BaseModel):
     x: int
     y: int
-
-
-def worker(client: Any, stage_types: str | list[str], handler: Any, **options: Any) -> Worker[Any]:
-    options.setdefault("poll_backoff", QUICK)
-    options.setdefault("handle_signals", False)
-    return Worker(client, stage_types=stage_types, handler=handler, **options)
 
 
 async def one_stage_job(

@@ -26,12 +26,12 @@ from jobnik_sdk import (
     Task,
     TaskContext,
     TaskStatus,
-    Worker,
 )
 from jobnik_sdk._worker import NOT_STARTED_REASON
 from jobnik_sdk.testing import FakeJobnik
 
 from ..support.handlers import Gate, Held
+from ..support.workers import worker
 
 DEADLINE = timedelta(seconds=10)
 GLACIAL = Backoff(initial=timedelta(seconds=30), maximum=timedelta(seconds=60), jitter=0)
@@ -68,11 +68,6 @@ class CountingFake(FakeJobnik):
         self.calls["get_job"] += 1
         await asyncio.sleep(0.01)
         return await super().get_job(job_id, **options)
-
-
-def worker(client: Any, kind: str, handler: Any, **options: Any) -> Worker[Any]:
-    options.setdefault("handle_signals", False)
-    return Worker(client, stage_types=kind, handler=handler, **options)
 
 
 async def one_stage_job(fake: FakeJobnik, kind: str, count: int = 1) -> Any:

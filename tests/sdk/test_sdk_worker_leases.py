@@ -27,15 +27,14 @@ from jobnik_sdk import (
     TaskHeartbeat,
     TaskReport,
     TaskStatus,
-    Worker,
 )
 from jobnik_sdk.testing import FakeJobnik
 
 from ..support.api import unique
 from ..support.clients import PassThrough
 from ..support.handlers import Held
+from ..support.workers import worker
 from .conftest import Surface
-from .test_sdk_worker import QUICK
 
 T = TypeVar("T")
 DEADLINE = timedelta(seconds=10)
@@ -80,12 +79,6 @@ class Spy(PassThrough):
                 options.update(reason=report.reason, retryable=report.retryable)
             self.reports.append((report.status.value, options))
         return await self.inner.report_many(reports)
-
-
-def worker(client: Any, kind: str, handler: Any, **options: Any) -> Worker[Any]:
-    options.setdefault("poll_backoff", QUICK)
-    options.setdefault("handle_signals", False)
-    return Worker(client, stage_types=kind, handler=handler, **options)
 
 
 async def one_task(surface: Surface, kind: str, task: NewTask | None = None) -> Task:

@@ -30,7 +30,8 @@ from jobnik_sdk.testing import FakeJobnik
 from ..support.api import unique
 from ..support.clients import PassThrough
 from ..support.handlers import Gate, Held
-from .conftest import QUICK, Surface
+from ..support.workers import worker
+from .conftest import Surface
 
 DEADLINE = timedelta(seconds=20)
 NO_DELAY = TaskRetryPolicy(initial_delay=timedelta(0))
@@ -109,13 +110,6 @@ def short_lease_worker(
     return worker(
         client, stage_type, handler, metrics=True, lease=LEASE, heartbeat_interval=heartbeats
     )
-
-
-def worker(client: Any, stage_types: str | list[str], handler: Any, **options: Any) -> Worker[Any]:
-    options.setdefault("poll_backoff", QUICK)
-    options.setdefault("handle_signals", False)
-    options.setdefault("claim_wait", timedelta(0))  # an idle worker stops at once
-    return Worker(client, stage_types=stage_types, handler=handler, **options)
 
 
 async def test_counters_and_histograms_follow_the_tasks_outcomes(surface: Surface) -> None:

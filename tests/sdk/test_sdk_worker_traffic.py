@@ -27,11 +27,11 @@ from jobnik_sdk import (
     NewTask,
     TaskContext,
     TaskStatus,
-    Worker,
 )
 
 from ..support.api import unique
 from ..support.handlers import Gate
+from ..support.workers import worker
 from .conftest import FAST_RETRY
 
 DEADLINE = timedelta(seconds=10)
@@ -97,11 +97,6 @@ async def manager(db: Database) -> AsyncIterator[Manager]:
         JobnikClient("http://manager", transport=plain, retry=FAST_RETRY) as client,
     ):
         yield Manager(worker_client, recording, client)
-
-
-def worker(client: JobnikClient, kind: str, handler: Any, **options: Any) -> Worker[Any]:
-    options.setdefault("handle_signals", False)
-    return Worker(client, stage_types=kind, handler=handler, **options)
 
 
 async def one_stage_job(client: JobnikClient, kind: str, count: int) -> Any:
