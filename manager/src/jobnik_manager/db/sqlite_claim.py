@@ -31,7 +31,7 @@ from ..domain.statuses import TaskStatus
 from ..domain.summary import summary_field
 from .models import EVENTS, JOBS, OUTBOX, STAGES, TASKS
 from .queries import queries
-from .sqlite_values import Columns, assignments, moved
+from .sqlite_values import Columns, assignments, moved, task_moved_event
 
 _CLAIMS = {str(m.source): m for m in CLAIMS}
 # The summary counters the statement moves a claimed task out of.
@@ -129,19 +129,7 @@ def claim(conn: sqlite3.Connection, ask: ClaimAsk) -> ClaimedRows:
     for row in tasks:
         row["previous"] = TaskStatus(previous[row["seq"]])
     tasks.sort(key=lambda r: (r["priority_rank"], r["seq"]))  # RETURNING keeps no order
-    events = [
-        _CLAIMS[row["previous"]].event(
-            job_id=row["job_id"],
-            entity_id=row["id"],
-            stage_id=row["stage_id"],
-            attempt=row["attempts"],
-            lease_id=row["lease_id"],
-            worker=row["worker"],
-            now=now,
-            principal=ask.principal,
-        )
-        for row in tasks
-    ]
+    events = [task_moved_event(_CLAIMS[row["previous"]], row, now, ask.principal) for row in tasks]
     starts = _bump_and_start(conn, tasks, now, ask.principal)
     _log(conn, events + starts)
     if ask.announce and starts:

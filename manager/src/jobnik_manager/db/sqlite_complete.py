@@ -23,7 +23,7 @@ from ..domain.moves import EVENT_COLUMNS, TASK_COMPLETED
 from ..domain.statuses import StageStatus
 from .models import EVENTS, TASKS
 from .queries import queries
-from .sqlite_values import Columns, assignments, moved
+from .sqlite_values import Columns, assignments, moved, task_moved_event
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,20 +97,6 @@ def complete(
     done.sort(key=lambda row: row["id"])
     conn.executemany(
         events.insert(EVENT_COLUMNS),
-        [
-            events.bound(
-                TASK_COMPLETED.event(
-                    job_id=row["job_id"],
-                    entity_id=row["id"],
-                    stage_id=row["stage_id"],
-                    attempt=row["attempts"],
-                    lease_id=row["lease_id"],
-                    worker=row["worker"],
-                    now=now,
-                    principal=principal,
-                )
-            )
-            for row in done
-        ],
+        [events.bound(task_moved_event(TASK_COMPLETED, row, now, principal)) for row in done],
     )
     return done

@@ -93,3 +93,19 @@ def assignments(move: Move, prefix: str) -> str:
 def moved(columns: Columns, move: Move, now: datetime, prefix: str) -> dict[str, Any]:
     """The values of `move`'s columns at `now`, bound, for `assignments`."""
     return columns.bound(move.columns(now), prefix)
+
+
+def task_moved_event(
+    move: Move, row: Mapping[str, Any], now: datetime, principal: str | None
+) -> dict[str, Any]:
+    """`move`'s event row for a task row it moved (as its statement returned it)."""
+    return move.event(
+        job_id=row["job_id"],
+        entity_id=row["id"],
+        stage_id=row["stage_id"],
+        attempt=row["attempts"],
+        lease_id=row["lease_id"],
+        worker=row["worker"],
+        now=now,
+        principal=principal,
+    )

@@ -12,7 +12,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -60,11 +60,18 @@ async def claim(
     asks for.
     """
     began = time.perf_counter()
-    taken = lease or DEFAULT_LEASE
-    if db.is_sqlite:
-        claimed = await _claim_sqlite(db, stage_types, limit, taken, worker, with_context)
-    else:
-        claimed = await _claim(db, stage_types, limit, taken, worker, with_context)
+    # Its `now` is stamped again when the claim runs: the lease runs from then.
+    ask = ClaimAsk(
+        tuple(stage_types),
+        limit,
+        db.clock.now(),
+        lease or DEFAULT_LEASE,
+        worker,
+        acting_name(),
+        with_context,
+        announcing(db.info),
+    )
+    claimed = await (_claim_sqlite(db, ask) if db.is_sqlite else _claim_postgres(db, ask))
     info: dict[str, Any] = {
         observations.CLAIM_TOOK: (",".join(stage_types), time.perf_counter() - began)
     }
@@ -73,46 +80,24 @@ async def claim(
     return claimed
 
 
-async def _claim_sqlite(
-    db: Database,
-    stage_types: Sequence[str],
-    limit: int,
-    taken: timedelta,
-    worker: str | None,
-    with_context: bool,
-) -> Claimed:
-    principal = acting_name()
-    announce = announcing(db.info)
-
+async def _claim_sqlite(db: Database, ask: ClaimAsk) -> Claimed:
     def run(conn: sqlite3.Connection) -> ClaimedRows:
-        # The time read with the write lock held: the lease runs from when the claim runs.
-        now = db.clock.now()
-        ask = ClaimAsk(
-            tuple(stage_types), limit, now, taken, worker, principal, with_context, announce
-        )
-        return sqlite_claim(conn, ask)
+        # The time read with the write lock held.
+        return sqlite_claim(conn, replace(ask, now=db.clock.now()))
 
     claimed = await db.sqlite_direct(run)
-    if announce and claimed.started:
+    if ask.announce and claimed.started:
         db.committed({ANNOUNCED: True})
     rows = [SimpleNamespace(**r) for r in claimed.tasks]
-    if not (with_context and rows):
+    if not (ask.with_context and rows):
         return Claimed(rows)
     return Claimed(rows, [Stage(**r) for r in claimed.stages], [Job(**r) for r in claimed.jobs])
 
 
-async def _claim(
-    db: Database,
-    stage_types: Sequence[str],
-    limit: int,
-    taken: timedelta,
-    worker: str | None,
-    with_context: bool,
-) -> Claimed:
+async def _claim_postgres(db: Database, ask: ClaimAsk) -> Claimed:
+    stage_types = ask.stage_types
     single = len(stage_types) == 1
-    announce = announcing(db.info)
-
-    principal = acting_name()
+    taken = ask.lease
 
     def params() -> dict[str, Any]:
         # Read once a connection is in hand: the lease runs from when the claim runs,
@@ -120,12 +105,12 @@ async def _claim(
         now = db.clock.now()
         return {
             "types": stage_types[0] if single else list(stage_types),
-            "n": limit,
+            "n": ask.limit,
             "now": now,
             "expires": now + taken,
             "seconds": taken.total_seconds(),
-            "worker": worker,
-            "principal": principal,
+            "worker": ask.worker,
+            "principal": ask.principal,
             "time": now.isoformat(),
         }
 
@@ -137,13 +122,13 @@ async def _claim(
     # again, at the next claim). Never replayed after a broken connection: a claim that
     # ran but lost its answer, run again, would take more tasks and strand the first.
     claimed = await db.direct(
-        claim_statement(single, announce), params, durable=False, replay_safe=False
+        claim_statement(single, ask.announce), params, durable=False, replay_safe=False
     )
     # Namespaces of the columns, as SQLite's claims answer.
     rows = [SimpleNamespace(**r) for r in claimed]
-    if announce and any(r.stage_started for r in rows):
+    if ask.announce and any(r.stage_started for r in rows):
         db.committed({ANNOUNCED: True})
-    if not (with_context and rows):
+    if not (ask.with_context and rows):
         return Claimed(rows)
     context = await db.direct(
         context_statement(), {"stage_ids": sorted({r.stage_id for r in rows})}, replay_safe=True
