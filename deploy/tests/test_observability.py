@@ -38,8 +38,9 @@ from test_deploy import (
     render,
 )
 
-from jobnik_sdk import Backoff, TaskContext, Worker
+from jobnik_sdk import TaskContext
 from tests.support.processes import free_port, manager_process
+from tests.support.workers import worker
 
 DASHBOARD = DEPLOY / "grafana" / "jobnik-dashboard.json"
 ALERTS = DEPLOY / "prometheus" / "alerts.yaml"
@@ -504,19 +505,12 @@ def worker_scrape(manager: str) -> str:
 
     async def run() -> str:
         port = free_port()
-        quick = Backoff(initial=timedelta(milliseconds=10), maximum=timedelta(milliseconds=50))
         async with httpx.AsyncClient(base_url=manager, timeout=10) as http:
             created = await http.post("/v1/jobs", json=job_of_two(WORKER_STAGE))
             assert created.status_code == 201, created.text
             job_url = f"/v1/jobs/{created.json()['id']}"
-            async with Worker(
-                manager,
-                stage_types=WORKER_STAGE,
-                handler=handler,
-                metrics_port=port,
-                handle_signals=False,
-                claim_wait=timedelta(0),
-                poll_backoff=quick,
+            async with worker(
+                manager, WORKER_STAGE, handler, metrics_port=port, claim_wait=timedelta(0)
             ):
                 deadline = time.monotonic() + 20
                 while (await http.get(job_url)).json()["status"] != "COMPLETED":

@@ -24,11 +24,11 @@ from jobnik_sdk import (
     NewTask,
     NonRetryableError,
     TaskContext,
-    Worker,
 )
 
 from ..support.api import unique
-from .conftest import QUICK, Surface
+from ..support.workers import worker
+from .conftest import Surface
 
 DEADLINE = timedelta(seconds=20)
 
@@ -90,13 +90,11 @@ async def test_a_handlers_span_is_a_child_of_its_tasks_stored_context(
 
     # Started under a span of the test's: the handlers' spans must not hang under it.
     with traces.tracer.start_as_current_span("ambient"):
-        async with Worker(
+        async with worker(
             surface,
-            stage_types=kind,
-            handler=handler,
+            kind,
+            handler,
             concurrency=2,
-            poll_backoff=QUICK,
-            handle_signals=False,
             claim_wait=timedelta(0),
             tracer_provider=traces.provider,
         ):
@@ -180,13 +178,6 @@ async def test_without_an_opentelemetry_sdk_nothing_is_injected_or_recorded(
         unique("untraced-job"), stages=[NewStage(type=kind, tasks=[NewTask()])]
     )
     assert job.traceparent is not None  # the manager's own
-    async with Worker(
-        surface,
-        stage_types=kind,
-        handler=handler,
-        poll_backoff=QUICK,
-        handle_signals=False,
-        claim_wait=timedelta(0),
-    ):
+    async with worker(surface, kind, handler, claim_wait=timedelta(0)):
         await asyncio.wait_for(ran.wait(), DEADLINE.total_seconds())
     assert recording == [False]
