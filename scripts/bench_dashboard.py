@@ -16,7 +16,14 @@ import time
 from typing import Any
 
 import httpx
-from bench_rows import TRACEPARENT, bench_args, fresh_database, get_times, manager_client
+from bench_rows import (
+    TRACEPARENT,
+    bench_args,
+    fresh_database,
+    get_times,
+    job_body,
+    manager_client,
+)
 from sqlalchemy import text
 
 from jobnik_manager.db.engine import Database
@@ -68,14 +75,11 @@ async def a_job_seen(client: httpx.AsyncClient) -> tuple[str, str]:
     tasks = [{"data": {"i": i}} for i in range(100)]
     made = await client.post(
         "/v1/jobs",
-        json={
-            "name": "bench-seen",
-            "data": {},
-            "stages": [
-                {"type": "bench-seen-1", "data": {}, "tasks": tasks},
-                {"type": "bench-seen-2", "data": {}, "startAsWaiting": True, "tasks": tasks},
-            ],
-        },
+        json=job_body(
+            "bench-seen",
+            {"type": "bench-seen-1", "tasks": tasks},
+            {"type": "bench-seen-2", "startAsWaiting": True, "tasks": tasks},
+        ),
     )
     assert made.status_code == 201, made.text
     job = made.json()

@@ -61,6 +61,7 @@ from bench_drain import (
     served,
     verify_drain,
 )
+from bench_rows import job_body
 
 from jobnik_sdk import JobnikClient, NewStage, NewTask, TaskContext, Worker
 
@@ -102,19 +103,11 @@ async def create_million(
         first = min(chunk, total)
         made = await http.post(
             "/v1/jobs",
-            json={
-                "name": "bench-scale",
-                "data": {},
-                # Waiting: nothing is claimed until every chunk is in and it is approved.
-                "stages": [
-                    {
-                        "type": stage_type,
-                        "data": {},
-                        "startAsWaiting": True,
-                        "tasks": tasks_body(first),
-                    }
-                ],
-            },
+            # Waiting: nothing is claimed until every chunk is in and it is approved.
+            json=job_body(
+                "bench-scale",
+                {"type": stage_type, "startAsWaiting": True, "tasks": tasks_body(first)},
+            ),
             params={"should_return_tasks": "false"},
         )
         if made.status_code != 201:
