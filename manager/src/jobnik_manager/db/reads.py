@@ -1,5 +1,6 @@
 """One job, stage or task by its key, as a statement of its own: on PostgreSQL, run
-directly on asyncpg (db/sql/read.sql, db/direct.py); on SQLite, in a short transaction.
+directly on asyncpg (db/sql/read.sql, db/direct.py); on SQLite, on the writer's
+connection and thread (db/sqlite_writer.py), one hop from the event loop.
 
 These are the reads a v1 worker makes around each task (the reference SDK reads the
 task's stage and its job before every handler), so each costs a key lookup and no
@@ -8,13 +9,13 @@ more: no session, no ORM identity map, no walk of the stage's tasks.
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Table
 
 from ..domain.statuses import StageStatus
 from ..domain.summary import COUNTERS
@@ -23,6 +24,23 @@ from .engine import Database
 from .models import JOBS, STAGES, TASKS, Job, Stage
 from .queries import queries, statement
 from .records import model_values
+from .sqlite_values import Columns
+
+
+def _by_key(
+    conn: sqlite3.Connection, table: Table, key: str, value: Any, *, order_by: str = ""
+) -> list[dict[str, Any]]:
+    """SQLite: the rows of `table` whose `key` column is `value`, converted as
+    SQLAlchemy converts them (db/sqlite_values.py)."""
+    columns = _columns(table)
+    order = f" ORDER BY {order_by}" if order_by else ""
+    sql = f"SELECT * FROM {table.name} WHERE {key} = ?{order}"
+    return columns.rows(conn.execute(sql, (columns.bind(key, value),)))
+
+
+@cache
+def _columns(table: Table) -> Columns:
+    return Columns(table)
 
 
 @cache
@@ -33,12 +51,8 @@ def _read(name: str) -> DirectStatement:
 async def task_columns(db: Database, task_id: uuid.UUID) -> Mapping[str, Any] | None:
     """The task's columns by name, or None."""
     if db.is_sqlite:
-
-        async def read(s: AsyncSession) -> Mapping[str, Any] | None:
-            row = (await s.execute(select(TASKS).where(TASKS.c.id == task_id))).first()
-            return None if row is None else dict(row._mapping)
-
-        return await db.transaction(read)
+        rows = await db.sqlite_direct(lambda conn: _by_key(conn, TASKS, "id", task_id))
+        return rows[0] if rows else None
     rows = await db.direct(_read("task"), {"id": task_id}, replay_safe=True)
     return dict(rows[0].items()) if rows else None
 
@@ -46,12 +60,8 @@ async def task_columns(db: Database, task_id: uuid.UUID) -> Mapping[str, Any] | 
 async def stage(db: Database, stage_id: uuid.UUID) -> Stage | None:
     """The stage (detached), or None."""
     if db.is_sqlite:
-
-        async def read(s: AsyncSession) -> Stage | None:
-            row = (await s.execute(select(STAGES).where(STAGES.c.id == stage_id))).first()
-            return None if row is None else Stage(**row._mapping)
-
-        return await db.transaction(read)
+        rows = await db.sqlite_direct(lambda conn: _by_key(conn, STAGES, "id", stage_id))
+        return Stage(**rows[0]) if rows else None
     rows = await db.direct(_read("stage"), {"id": stage_id}, replay_safe=True)
     return Stage(**model_values(STAGES, rows[0])) if rows else None
 
@@ -61,16 +71,14 @@ async def job_and_stages(db: Database, job_id: uuid.UUID) -> tuple[Job, list[Sta
     progress reads of them), or None."""
     if db.is_sqlite:
 
-        async def read(s: AsyncSession) -> tuple[Job, list[Stage]] | None:
-            job = (await s.execute(select(JOBS).where(JOBS.c.id == job_id))).first()
-            if job is None:
+        def read(conn: sqlite3.Connection) -> tuple[Job, list[Stage]] | None:
+            jobs = _by_key(conn, JOBS, "id", job_id)
+            if not jobs:
                 return None
-            stages = await s.execute(
-                select(STAGES).where(STAGES.c.job_id == job_id).order_by(STAGES.c.stage_order)
-            )
-            return Job(**job._mapping), [Stage(**r._mapping) for r in stages]
+            stages = _by_key(conn, STAGES, "job_id", job_id, order_by="stage_order")
+            return Job(**jobs[0]), [Stage(**r) for r in stages]
 
-        return await db.transaction(read)
+        return await db.sqlite_direct(read)
     rows = await db.direct(_job_statement(), {"id": job_id}, replay_safe=True)
     if not rows:
         return None
