@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import httpx
@@ -27,11 +28,14 @@ from jobnik_sdk import (
 )
 from jobnik_sdk.testing import FakeJobnik
 
+from ..support import workers
 from ..support.api import unique
 from ..support.clients import PassThrough
 from ..support.handlers import Gate, Held
-from ..support.workers import worker
 from .conftest import Surface
+
+# An idle worker here stops at once: its claims do not wait for work.
+worker = partial(workers.worker, claim_wait=timedelta(0))
 
 DEADLINE = timedelta(seconds=20)
 NO_DELAY = TaskRetryPolicy(initial_delay=timedelta(0))
