@@ -121,6 +121,11 @@ def test_pause_resume_and_abort_with_the_buttons(signed_in, dashboard: Deploymen
             [{"type": "T4", "data": {}, "tasks": one}, {"type": "T5", "data": {}, "tasks": one}],
         )
 
+        # The list opens on the newest job.
+        page.goto(f"{dashboard.url}/ui")
+        first_row = page.locator("main tbody tr").first
+        expect(first_row).to_have_attribute("data-job-id", aborted["id"], timeout=WAIT)
+
         page.goto(f"{dashboard.url}/ui#/jobs/{paused['id']}")
         expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)
         page.get_by_role("button", name="Pause").click()
@@ -130,6 +135,9 @@ def test_pause_resume_and_abort_with_the_buttons(signed_in, dashboard: Deploymen
         confirm(page)
         expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)
         assert http.get(f"/v1/jobs/{paused['id']}").json()["status"] == "PENDING"
+        # Its history newest first: the resume heads it.
+        history = page.locator('section[aria-labelledby="events-heading"] tbody tr')
+        expect(history.first).to_contain_text("PAUSED → PENDING", timeout=WAIT)
 
         # A dismissed confirmation changes nothing.
         page.get_by_role("button", name="Abort").click()

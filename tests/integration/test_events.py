@@ -99,3 +99,29 @@ async def test_events_page_and_unknown_job(api: Api) -> None:
     missing = "00000000-0000-4000-8000-000000000000"
     err = await api.call("GET", f"/v1/jobs/{missing}/events", 404)
     assert err["code"] == "JOB_NOT_FOUND"
+
+
+async def test_newest_first_turns_the_history_and_the_jobs_list_around(api: Api) -> None:
+    name = unique("newest")
+    made = [await api.create_job(name=name) for _ in range(3)]
+    await api.call("PUT", f"/v1/jobs/{made[0]['id']}/status", json={"status": "PAUSED"})
+
+    oldest = await events(api, made[0]["id"])
+    newest = await api.call(
+        "GET",
+        f"/v1/jobs/{made[0]['id']}/events",
+        params={"page_size": 1, "newest_first": "true"},
+    )
+    assert newest["total"] == len(oldest) == 2
+    assert newest["items"] == [oldest[-1]]  # the first page holds the last move
+
+    async def listed(**params: str) -> list[str]:
+        page = await api.call("GET", "/v1/jobs", params={"job_name": name, **params})
+        return [job["id"] for job in page["items"]]
+
+    ids = [job["id"] for job in made]
+    assert await listed() == ids
+    assert await listed(newest_first="true") == ids[::-1]
+    assert await listed(newest_first="false") == ids
+    refused = await api.http.get("/v1/jobs", params={"newest_first": "sideways"})
+    assert refused.status_code == 400 and refused.json()["code"]

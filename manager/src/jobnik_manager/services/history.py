@@ -148,9 +148,12 @@ async def move_stages(
     await insert_rows(s, rows)
 
 
-async def events_of_job(s: AsyncSession, job_id: uuid.UUID, page: PageRequest) -> PageResult[Event]:
+async def events_of_job(
+    s: AsyncSession, job_id: uuid.UUID, page: PageRequest, *, newest_first: bool = False
+) -> PageResult[Event]:
     await load_job(s, job_id)
-    return await paginate(s, select(Event).where(Event.job_id == job_id).order_by(Event.seq), page)
+    order = Event.seq.desc() if newest_first else Event.seq
+    return await paginate(s, select(Event).where(Event.job_id == job_id).order_by(order), page)
 
 
 class TaskLike(Protocol):

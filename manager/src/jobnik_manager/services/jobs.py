@@ -88,11 +88,15 @@ class JobFilter(OwnedList):
     priority: Priority | None = None
     statuses: frozenset[JobStatus] = frozenset()  # any of these; none: any status
     created: CreatedBetween = ANY_TIME
+    newest_first: bool = False
 
 
 async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageResult[Job]:
+    order = (
+        (Job.creation_time.desc(), Job.id.desc()) if f.newest_first else (Job.creation_time, Job.id)
+    )
     stmt = matching(
-        select(Job).order_by(Job.creation_time, Job.id),
+        select(Job).order_by(*order),
         (Job.name, f.name),
         (Job.priority, f.priority),
     )

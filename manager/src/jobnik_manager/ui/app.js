@@ -232,7 +232,7 @@ function jobsPage(params) {
     try {
       data = await api("GET", `/v1/jobs${query({
         page: filters.page, page_size: JOBS_PAGE_SIZE, status: filters.status,
-        priority: filters.priority, job_name: filters.name,
+        priority: filters.priority, job_name: filters.name, newest_first: true,
       })}`);
     } catch (err) {
       keepFocus(() => results.replaceChildren(errorBox(err)));
@@ -400,7 +400,7 @@ function jobPage(jobId) {
   async function renderEvents() {
     let data;
     try {
-      data = await api("GET", `/v1/jobs/${jobId}/events${query({ page: state.eventsPage, page_size: EVENTS_PAGE_SIZE })}`);
+      data = await api("GET", `/v1/jobs/${jobId}/events${query({ page: state.eventsPage, page_size: EVENTS_PAGE_SIZE, newest_first: true })}`);
     } catch (err) {
       eventsBox.replaceChildren(h("h2", { id: "events-heading" }, "History"), errorBox(err));
       return;

@@ -45,6 +45,12 @@ from .common import (
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=CreateRoute)
 
+# Extension: a list newest first (jobs by creation, events by when they happened), so
+# that the first page holds what happened last.
+NewestFirstQuery = Annotated[
+    bool, Query(description="Extension: true lists the newest first (default: oldest first).")
+]
+
 
 @router.get("", response_model=Page[JobOut], response_model_exclude_none=True)
 async def find_jobs(
@@ -56,6 +62,7 @@ async def find_jobs(
     # Extension: jobs in any of these statuses (`?status=FAILED&status=ABORTED`).
     status: Annotated[list[JobStatus] | None, Query(max_length=len(JobStatus))] = None,
     should_return_stages: bool = False,
+    newest_first: NewestFirstQuery = False,
 ) -> Page[JobOut]:
     f = job_service.JobFilter(
         owner=listing_owner(),
@@ -63,6 +70,7 @@ async def find_jobs(
         priority=priority,
         statuses=frozenset(status or ()),
         created=created,
+        newest_first=newest_first,
     )
 
     async def work(s: AsyncSession) -> Page[JobOut]:
@@ -225,13 +233,14 @@ async def get_job_events(
     jobId: uuid.UUID,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=1000)] = 10,
+    newest_first: NewestFirstQuery = False,
 ) -> Response:
     """Every status change of the job, its stages and tasks, and every entry their
-    workers added, oldest first."""
+    workers added, oldest first (newest first with `newest_first`)."""
     request = PageRequest(page=page, page_size=page_size)
 
     async def work(s: AsyncSession) -> Response:
-        result = await events_of_job(s, jobId, request)
+        result = await events_of_job(s, jobId, request, newest_first=newest_first)
         body = {"total": result.total, "items": [event_body(e) for e in result.items]}
         return json_response(body, 200)
 
