@@ -349,3 +349,35 @@ def test_the_sdk_imports_without_the_cli_extra() -> None:
     blocked = "import sys; sys.modules['typer'] = sys.modules['rich'] = None; import jobnik_sdk"
     done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_url_and_token_before_the_command_or_after_it(base_url: str) -> None:
+    job_id = new_job(base_url, name="placed")["id"]
+    token = _admin["token"]
+    runner = CliRunner(env={"COLUMNS": "250", "JOBNIK_TOKEN": "", "JOBNIK_URL": ""})
+
+    before = runner.invoke(app, ["--url", base_url, "--token", token, "jobs", "show", job_id])
+    assert before.exit_code == 0, before.stderr
+    assert job_id in before.stdout
+    # From the environment, as JOBNIK_URL and JOBNIK_TOKEN.
+    env = runner.invoke(
+        app, ["jobs", "show", job_id], env={"JOBNIK_URL": base_url, "JOBNIK_TOKEN": token}
+    )
+    assert env.exit_code == 0, env.stderr
+    # After the command, they win over those before it and over the environment.
+    down = f"http://127.0.0.1:{free_port()}"
+    after = runner.invoke(
+        app,
+        ["--url", down, "--token", "wrong", "jobs", "show", job_id, "--url", base_url],
+        env={"JOBNIK_TOKEN": "also-wrong"},
+    )
+    assert after.exit_code == 4 and "401" in after.stderr  # the token before it was used
+    after = runner.invoke(
+        app, ["--url", down, "jobs", "show", job_id, "--url", base_url, "--token", token]
+    )
+    assert after.exit_code == 0, after.stderr
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.startswith("jobnik ")

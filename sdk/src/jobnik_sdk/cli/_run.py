@@ -27,17 +27,23 @@ UNREACHABLE = 5
 TIMED_OUT = 6
 INTERRUPTED = 130
 
-Url = Annotated[
-    str,
-    typer.Option("--url", envvar="JOBNIK_URL", help="The manager's base URL."),
-]
-Token = Annotated[
-    str | None,
-    typer.Option("--token", envvar="JOBNIK_TOKEN", show_envvar=True, help="API token (auth on)."),
-]
+# Given before the command (`jobnik --token T jobs list`), where the environment fills
+# them in, or after it (`jobnik jobs list --token T`), where they win over both.
+URL_HELP = "The manager's base URL."
+TOKEN_HELP = "API token (auth on)."
+Url = Annotated[str | None, typer.Option("--url", help=URL_HELP, show_default=False)]
+Token = Annotated[str | None, typer.Option("--token", help=TOKEN_HELP)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 JobArg = Annotated[str, typer.Argument(metavar="JOB", help="The job's id.")]
-DEFAULT = DEFAULT_URL
+
+
+# --url and --token as given before the command (or by the environment): set by the
+# app's callback, which runs first in every invocation.
+_before_the_command: dict[str, str | None] = {}
+
+
+def given_before_the_command(url: str | None, token: str | None) -> None:
+    _before_the_command.update(url=url, token=token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +52,16 @@ class Manager:
 
     url: str
     token: str | None
+
+    @classmethod
+    def chosen(cls, url: str | None, token: str | None) -> Manager:
+        """The command's own --url and --token, else those given before the command
+        (or JOBNIK_URL and JOBNIK_TOKEN), else the default URL and no token."""
+        before = _before_the_command
+        return cls(
+            url or before.get("url") or DEFAULT_URL,
+            token if token is not None else before.get("token"),
+        )
 
     def client(self) -> JobnikClient:
         # Few retries: a person (or a script) waits for the answer.

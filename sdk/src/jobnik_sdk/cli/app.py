@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from .._version import __version__
 from . import create, events, jobs, steer, tasks, wait
+from ._run import TOKEN_HELP, URL_HELP, given_before_the_command
 
 app = typer.Typer(
     name="jobnik",
     help=(
         "Operate a Jobnik manager: list and show jobs, approve stages, pause, resume, "
-        "abort, reprioritise, follow events, wait. Every command takes --url "
-        "(JOBNIK_URL) and --token (JOBNIK_TOKEN). Exit codes: 0 ok, 1 the waited-for "
+        "abort, reprioritise, follow events, wait. --url (JOBNIK_URL) and --token "
+        "(JOBNIK_TOKEN) go before the command or after it. Exit codes: 0 ok, 1 the waited-for "
         "job FAILED or ABORTED, 2 usage, 3 not found, 4 refused by the manager, "
         "5 manager unreachable, 6 wait timed out."
     ),
@@ -19,6 +23,31 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        typer.echo(f"jobnik {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _before_the_command(
+    url: Annotated[
+        str | None, typer.Option("--url", envvar="JOBNIK_URL", help=URL_HELP, show_default=False)
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option("--token", envvar="JOBNIK_TOKEN", show_envvar=True, help=TOKEN_HELP),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    given_before_the_command(url, token)
+
+
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(tasks.app, name="tasks")
 app.command("approve")(steer.approve)

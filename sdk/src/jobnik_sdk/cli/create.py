@@ -13,7 +13,7 @@ import typer
 from .._client import JobnikClient
 from .._models import Job
 from . import output
-from ._run import DEFAULT, USAGE, Json, Manager, Token, Url, fail, run
+from ._run import USAGE, Json, Manager, Token, Url, fail, run
 
 
 def read_body(path: str) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def create(
     file: Annotated[
         str, typer.Argument(metavar="FILE", help="The job as JSON or YAML (`-`: stdin).")
     ],
-    url: Url = DEFAULT,
+    url: Url = None,
     token: Token = None,
     json: Json = False,
 ) -> None:
@@ -59,7 +59,7 @@ def create(
     async def work(client: JobnikClient) -> Job:
         return Job.model_validate(await client._http.create("/v1/jobs", body, idempotency_key=None))
 
-    job = run(Manager(url, token), work)
+    job = run(Manager.chosen(url, token), work)
     if json:
         output.print_json(job)
     else:

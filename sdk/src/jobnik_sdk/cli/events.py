@@ -12,7 +12,7 @@ import typer
 from .._client import JobnikClient
 from .._models import Event
 from . import output
-from ._run import DEFAULT, OK, JobArg, Json, Manager, Token, Url, interval_option, run
+from ._run import OK, JobArg, Json, Manager, Token, Url, interval_option, run
 
 _PAGE = 1000  # the manager's largest page of events
 
@@ -42,7 +42,7 @@ def events(
         ),
     ] = False,
     interval: Annotated[float, interval_option("Seconds between polls with --follow.")] = 0.5,
-    url: Url = DEFAULT,
+    url: Url = None,
     token: Token = None,
     json: Json = False,
 ) -> None:
@@ -75,7 +75,7 @@ def events(
                 return
             await asyncio.sleep(interval)
 
-    manager = Manager(url, token)
+    manager = Manager.chosen(url, token)
     if follow:
         run(manager, follow_job, interrupt_code=OK)
         return

@@ -13,7 +13,7 @@ from rich.table import Table
 from .._client import JobnikClient
 from .._models import Job, JobStatus, Priority
 from . import output
-from ._run import DEFAULT, JobArg, Json, Manager, Token, Url, run
+from ._run import JobArg, Json, Manager, Token, Url, run
 
 app = typer.Typer(help="List jobs and show one.", no_args_is_help=True)
 
@@ -51,7 +51,7 @@ def list_jobs(
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=_PAGE, help="How many of the newest jobs.")
     ] = 20,
-    url: Url = DEFAULT,
+    url: Url = None,
     token: Token = None,
     json: Json = False,
 ) -> None:
@@ -82,7 +82,7 @@ def list_jobs(
                 items = items[first % limit :] + more
         return list(reversed(items))[:limit]
 
-    jobs = run(Manager(url, token), work)
+    jobs = run(Manager.chosen(url, token), work)
     if json:
         output.print_json(jobs)
         return
@@ -110,7 +110,7 @@ def list_jobs(
 @app.command("show")
 def show(
     job_id: JobArg,
-    url: Url = DEFAULT,
+    url: Url = None,
     token: Token = None,
     json: Json = False,
 ) -> None:
@@ -119,7 +119,7 @@ def show(
     async def work(client: JobnikClient) -> Job:
         return await client.get_job(job_id, with_stages=True)
 
-    job = run(Manager(url, token), work)
+    job = run(Manager.chosen(url, token), work)
     if json:
         output.print_json(job)
         return

@@ -10,7 +10,7 @@ import typer
 from .._client import JobnikClient
 from .._models import Priority
 from . import output
-from ._run import DEFAULT, JobArg, Manager, Token, Url, run
+from ._run import JobArg, Manager, Token, Url, run
 
 
 def _done(message: str) -> None:
@@ -18,37 +18,37 @@ def _done(message: str) -> None:
 
 
 def _steer(
-    url: str, token: str | None, call: Callable[[JobnikClient], Awaitable[object]], said: str
+    url: str | None, token: str | None, call: Callable[[JobnikClient], Awaitable[object]], said: str
 ) -> None:
     """Make one call of the client; say `said` once it is done."""
 
     async def work(client: JobnikClient) -> None:
         await call(client)
 
-    run(Manager(url, token), work)
+    run(Manager.chosen(url, token), work)
     _done(said)
 
 
 def approve(
     stage_id: Annotated[str, typer.Argument(metavar="STAGE", help="The WAITING stage's id.")],
-    url: Url = DEFAULT,
+    url: Url = None,
     token: Token = None,
 ) -> None:
     """Let a WAITING stage run."""
     _steer(url, token, lambda client: client.approve_stage(stage_id), f"stage {stage_id} approved")
 
 
-def pause(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
+def pause(job_id: JobArg, url: Url = None, token: Token = None) -> None:
     """Stop handing out the job's tasks (running ones may still report)."""
     _steer(url, token, lambda client: client.pause(job_id), f"job {job_id} paused")
 
 
-def resume(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
+def resume(job_id: JobArg, url: Url = None, token: Token = None) -> None:
     """Resume a paused job."""
     _steer(url, token, lambda client: client.resume(job_id), f"job {job_id} resumed")
 
 
-def abort(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
+def abort(job_id: JobArg, url: Url = None, token: Token = None) -> None:
     """Abort the job: its unfinished stages and tasks become ABORTED."""
     _steer(url, token, lambda client: client.abort(job_id), f"job {job_id} aborted")
 
@@ -56,7 +56,7 @@ def abort(job_id: JobArg, url: Url = DEFAULT, token: Token = None) -> None:
 def priority(
     job_id: JobArg,
     level: Annotated[Priority, typer.Argument(metavar="LEVEL", help="The new priority.")],
-    url: Url = DEFAULT,
+    url: Url = None,
     token: Token = None,
 ) -> None:
     """Change the job's priority: VERY_HIGH, HIGH, MEDIUM, LOW or VERY_LOW."""
@@ -64,5 +64,5 @@ def priority(
     async def work(client: JobnikClient) -> bool:
         return await client.set_priority(job_id, level)
 
-    changed = run(Manager(url, token), work)
+    changed = run(Manager.chosen(url, token), work)
     _done(f"job {job_id} priority {level.value}" + ("" if changed else " (unchanged)"))

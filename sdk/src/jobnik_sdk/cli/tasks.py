@@ -11,7 +11,7 @@ from rich.table import Table
 from .._client import JobnikClient
 from .._models import Task, TaskStatus
 from . import output
-from ._run import DEFAULT, Json, Manager, Token, Url, run
+from ._run import Json, Manager, Token, Url, run
 
 app = typer.Typer(help="List a stage's tasks.", no_args_is_help=True)
 
@@ -22,7 +22,7 @@ def list_tasks(
     status: Annotated[
         TaskStatus | None, typer.Option("--status", help="Only tasks in this status.")
     ] = None,
-    url: Url = DEFAULT,
+    url: Url = None,
     token: Token = None,
     json: Json = False,
 ) -> None:
@@ -32,7 +32,7 @@ def list_tasks(
         await client.get_stage(stage_id)  # an unknown stage is "not found", not no tasks
         return [task async for task in client.iter_tasks(stage_id=stage_id, status=status)]
 
-    tasks = run(Manager(url, token), work)
+    tasks = run(Manager.chosen(url, token), work)
     if json:
         output.print_json(tasks)
         return

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from .._client import JobnikClient
 from .._models import Job, JobStatus
 from . import output
-from ._run import DEFAULT, JOB_FAILED, OK, JobArg, Json, Manager, Token, Url, interval_option, run
+from ._run import JOB_FAILED, OK, JobArg, Json, Manager, Token, Url, interval_option, run
 
 
 def wait(
@@ -23,7 +23,7 @@ def wait(
         typer.Option("--timeout", min=0, help="Give up (exit 6) after this many seconds."),
     ] = None,
     interval: Annotated[float, interval_option("Seconds between polls.")] = 1.0,
-    url: Url = DEFAULT,
+    url: Url = None,
     token: Token = None,
     json: Json = False,
 ) -> None:
@@ -50,7 +50,7 @@ def wait(
                 on_progress=show,
             )
 
-    job = run(Manager(url, token), work)
+    job = run(Manager.chosen(url, token), work)
     if json:
         output.print_json(job)
     else:
