@@ -125,6 +125,11 @@ def test_pause_resume_and_abort_with_the_buttons(signed_in, dashboard: Deploymen
         page.goto(f"{dashboard.url}/ui")
         first_row = page.locator("main tbody tr").first
         expect(first_row).to_have_attribute("data-job-id", aborted["id"], timeout=WAIT)
+        # Found by the first digits of its id, as the page shows ids.
+        page.get_by_label("Id").fill(paused["id"][:8])
+        page.get_by_role("button", name="Search").click()
+        expect(page.locator("main tbody tr")).to_have_count(1, timeout=WAIT)
+        expect(first_row).to_have_attribute("data-job-id", paused["id"])
 
         page.goto(f"{dashboard.url}/ui#/jobs/{paused['id']}")
         expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)

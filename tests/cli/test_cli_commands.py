@@ -381,3 +381,20 @@ def test_url_and_token_before_the_command_or_after_it(base_url: str) -> None:
 def test_version() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.startswith("jobnik ")
+
+
+def test_a_job_named_by_the_first_digits_of_its_id(base_url: str) -> None:
+    job_id = new_job(base_url, name="short-id")["id"]
+    shown = jobnik(base_url, "jobs", "show", job_id[:8])  # as the dashboard shows it
+    assert shown.exit_code == 0, shown.stderr
+    assert job_id in shown.stdout
+    paused = jobnik(base_url, "pause", job_id[:8].upper())
+    assert paused.exit_code == 0, paused.stderr
+    assert f"job {job_id} paused" in paused.stdout
+    not_hex = jobnik(base_url, "jobs", "show", "not-an-id")
+    assert not_hex.exit_code == 2 and "not a job id" in not_hex.stderr
+    # 31 digits no job's id starts: ours, but for its last.
+    digits = job_id.replace("-", "")[:31]
+    other = digits[:30] + ("0" if digits[30] != "0" else "1")
+    missing = jobnik(base_url, "events", other)
+    assert missing.exit_code == 3 and "no job's id starts with" in missing.stderr

@@ -125,3 +125,24 @@ async def test_newest_first_turns_the_history_and_the_jobs_list_around(api: Api)
     assert await listed(newest_first="false") == ids
     refused = await api.http.get("/v1/jobs", params={"newest_first": "sideways"})
     assert refused.status_code == 400 and refused.json()["code"]
+
+
+async def test_jobs_found_by_the_first_digits_of_their_ids(api: Api) -> None:
+    made = [(await api.create_job())["id"] for _ in range(20)]
+    target = made[7]
+
+    async def found(prefix: str) -> list[str]:
+        page = await api.call("GET", "/v1/jobs", params={"id_prefix": prefix, "page_size": 100})
+        return [job["id"] for job in page["items"]]
+
+    assert await found(target[:8]) == [target]
+    assert await found(target[:8].upper()) == [target]
+    assert await found(target) == [target]  # the whole id, dashes and all
+    assert await found(target[:13].replace("-", "")) == [target]
+    first = target[0]
+    assert set(await found(first)) >= {m for m in made if m.startswith(first)}
+    assert all(m.startswith(first) for m in await found(first))
+    for bad in ("xyz", "-", "0" * 33, ""):
+        refused = await api.http.get("/v1/jobs", params={"id_prefix": bad})
+        assert refused.status_code == 400, (bad, refused.text)
+        assert refused.json()["code"] == "VALIDATION_ERROR"

@@ -41,6 +41,9 @@ class JobFilters(TypedDict, total=False):
     priority: Priority | None
     status: JobStatus | Sequence[JobStatus] | None  # one, or any of several
     with_stages: bool  # answer each job with its stages (default False)
+    # Extensions of this manager:
+    id_prefix: str | None  # the first hex digits of the id (as the dashboard shows ids)
+    newest_first: bool  # the newest first (default False: the oldest first)
 
 
 class StageFilters(TypedDict, total=False):
@@ -277,8 +280,9 @@ class ProducerCalls:
     async def list_jobs(
         self, *, page: int = 1, page_size: int = 10, **filters: Unpack[JobFilters]
     ) -> Page[Job]:
-        """One page of jobs, oldest first, filtered by exact name, creation time, priority
-        and status (one, or any of several): see JobFilters."""
+        """One page of jobs, oldest first (or newest first), filtered by exact name, id
+        prefix, creation time, priority and status (one, or any of several): see
+        JobFilters."""
         query = {
             "job_name": filters.get("name"),
             "from_date": filters.get("from_date"),
@@ -286,6 +290,8 @@ class ProducerCalls:
             "priority": filters.get("priority"),
             "status": _statuses(filters.get("status")),
             "should_return_stages": filters.get("with_stages") or None,
+            "id_prefix": filters.get("id_prefix"),
+            "newest_first": filters.get("newest_first") or None,
         }
         return await self._page(Page[Job], "/v1/jobs", page, page_size, query)
 

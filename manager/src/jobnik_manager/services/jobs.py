@@ -89,6 +89,8 @@ class JobFilter(OwnedList):
     statuses: frozenset[JobStatus] = frozenset()  # any of these; none: any status
     created: CreatedBetween = ANY_TIME
     newest_first: bool = False
+    # The first and last id of those an id prefix starts (domain/id_prefix.py).
+    ids: tuple[uuid.UUID, uuid.UUID] | None = None
 
 
 async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageResult[Job]:
@@ -104,6 +106,8 @@ async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageRes
         stmt = stmt.where(Job.status.in_(sorted(f.statuses)))
     if f.owner is not None:
         stmt = stmt.where(Job.owner == f.owner)
+    if f.ids is not None:
+        stmt = stmt.where(Job.id.between(*f.ids))
     return await paginate(s, f.created.narrow(stmt, Job), page)
 
 

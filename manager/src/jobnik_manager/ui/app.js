@@ -194,16 +194,18 @@ function jobsPage(params) {
     status: params.get("status") || "",
     priority: params.get("priority") || "",
     name: params.get("name") || "",
+    id: params.get("id") || "",
     page: Math.max(1, Number(params.get("page")) || 1),
   };
   const go = (changes) => {
     const next = { ...filters, ...changes };
-    const hash = `#/jobs${query({ status: next.status, priority: next.priority, name: next.name, page: next.page > 1 ? next.page : "" })}`;
+    const hash = `#/jobs${query({ status: next.status, priority: next.priority, name: next.name, id: next.id, page: next.page > 1 ? next.page : "" })}`;
     if (hash === location.hash) route();  // the same search again: answer it now
     else location.hash = hash;
   };
 
   const nameInput = h("input", { id: "f-name", type: "search", value: filters.name, minlength: "2", maxlength: "50", placeholder: "exact job name", "data-key": "f-name" });
+  const idInput = h("input", { id: "f-id", type: "search", value: filters.id, maxlength: "36", placeholder: "first digits", "data-key": "f-id" });
   const statusSelect = h("select", { id: "f-status", "data-key": "f-status" },
     h("option", { value: "" }, "Any"), STATUSES.map((s) => h("option", { value: s, selected: s === filters.status }, s)));
   const prioritySelect = h("select", { id: "f-priority", "data-key": "f-priority" },
@@ -212,10 +214,11 @@ function jobsPage(params) {
     class: "filters", role: "search", "aria-label": "Filter jobs",
     onsubmit: (e) => {
       e.preventDefault();
-      go({ name: nameInput.value.trim(), status: statusSelect.value, priority: prioritySelect.value, page: 1 });
+      go({ name: nameInput.value.trim(), id: idInput.value.trim(), status: statusSelect.value, priority: prioritySelect.value, page: 1 });
     },
   },
   h("div", { class: "field" }, h("label", { for: "f-name" }, "Name"), nameInput),
+  h("div", { class: "field" }, h("label", { for: "f-id" }, "Id"), idInput),
   h("div", { class: "field" }, h("label", { for: "f-status" }, "Status"), statusSelect),
   h("div", { class: "field" }, h("label", { for: "f-priority" }, "Priority"), prioritySelect),
   h("button", { type: "submit" }, "Search"),
@@ -232,7 +235,7 @@ function jobsPage(params) {
     try {
       data = await api("GET", `/v1/jobs${query({
         page: filters.page, page_size: JOBS_PAGE_SIZE, status: filters.status,
-        priority: filters.priority, job_name: filters.name, newest_first: true,
+        priority: filters.priority, job_name: filters.name, id_prefix: filters.id, newest_first: true,
       })}`);
     } catch (err) {
       keepFocus(() => results.replaceChildren(errorBox(err)));

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -109,3 +111,25 @@ def run(
 def fail(code: int, message: str) -> NoReturn:
     output.error(message)
     raise typer.Exit(code)
+
+
+def full_job_id(manager: Manager, given: str) -> str:
+    """The id of the job `given` names: the whole id, or its first hex digits (the
+    dashboard shows ids by their first 8). Ends the command, exit 3, when no job's id
+    starts so, and exit 2 when several jobs' ids do."""
+    try:
+        return str(uuid.UUID(given))
+    except ValueError:
+        if not re.fullmatch(r"[0-9a-fA-F-]{1,36}", given):
+            fail(USAGE, f"not a job id: {given!r} (an id, or its first hex digits)")
+
+    async def starting(client: JobnikClient) -> list[str]:
+        page = await client.list_jobs(id_prefix=given, page_size=5)
+        return [str(job.id) for job in page.items]
+
+    found = run(manager, starting)
+    if not found:
+        fail(NOT_FOUND, f"not found: no job's id starts with {given}")
+    if len(found) > 1:
+        fail(USAGE, f"{given} starts the ids of several jobs: {', '.join(found)}")
+    return found[0]

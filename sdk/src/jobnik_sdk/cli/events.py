@@ -12,7 +12,7 @@ import typer
 from .._client import JobnikClient
 from .._models import Event
 from . import output
-from ._run import OK, JobArg, Json, Manager, Token, Url, interval_option, run
+from ._run import OK, JobArg, Json, Manager, Token, Url, full_job_id, interval_option, run
 
 _PAGE = 1000  # the manager's largest page of events
 
@@ -47,6 +47,8 @@ def events(
     json: Json = False,
 ) -> None:
     """The job's event history, oldest first (--json: an array; with --follow, a line each)."""
+    manager = Manager.chosen(url, token)
+    job_id = full_job_id(manager, job_id)
 
     def emit(event: Event) -> None:
         text = json_module.dumps(output.as_json(event)) if json and follow else line(event)
@@ -75,7 +77,6 @@ def events(
                 return
             await asyncio.sleep(interval)
 
-    manager = Manager.chosen(url, token)
     if follow:
         run(manager, follow_job, interrupt_code=OK)
         return

@@ -13,7 +13,7 @@ from rich.table import Table
 from .._client import JobnikClient
 from .._models import Job, JobStatus, Priority
 from . import output
-from ._run import JobArg, Json, Manager, Token, Url, run
+from ._run import JobArg, Json, Manager, Token, Url, full_job_id, run
 
 app = typer.Typer(help="List jobs and show one.", no_args_is_help=True)
 
@@ -59,28 +59,16 @@ def list_jobs(
     start, end = _time(from_, "--from"), _time(to, "--to")
 
     async def work(client: JobnikClient) -> list[Job]:
-        async def page(number: int, size: int) -> tuple[int, list[Job]]:
-            got = await client.list_jobs(
-                name=name,
-                status=status or None,
-                priority=priority,
-                from_date=start,
-                end_date=end,
-                page=number,
-                page_size=size,
-            )
-            return got.total, got.items
-
-        # The manager lists oldest first: read the last `limit` and turn them around.
-        total, items = await page(1, limit)
-        if total > limit:
-            first = total - limit  # index of the oldest of the newest `limit`
-            number = first // limit + 1
-            _, items = await page(number, limit)
-            if first % limit:
-                _, more = await page(number + 1, limit)
-                items = items[first % limit :] + more
-        return list(reversed(items))[:limit]
+        got = await client.list_jobs(
+            name=name,
+            status=status or None,
+            priority=priority,
+            from_date=start,
+            end_date=end,
+            newest_first=True,
+            page_size=limit,
+        )
+        return got.items
 
     jobs = run(Manager.chosen(url, token), work)
     if json:
@@ -116,10 +104,13 @@ def show(
 ) -> None:
     """One job with its stages: status, task counts, progress, times, failure reasons."""
 
+    manager = Manager.chosen(url, token)
+    job_id = full_job_id(manager, job_id)
+
     async def work(client: JobnikClient) -> Job:
         return await client.get_job(job_id, with_stages=True)
 
-    job = run(Manager.chosen(url, token), work)
+    job = run(manager, work)
     if json:
         output.print_json(job)
         return

@@ -13,7 +13,18 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from .._client import JobnikClient
 from .._models import Job, JobStatus
 from . import output
-from ._run import JOB_FAILED, OK, JobArg, Json, Manager, Token, Url, interval_option, run
+from ._run import (
+    JOB_FAILED,
+    OK,
+    JobArg,
+    Json,
+    Manager,
+    Token,
+    Url,
+    full_job_id,
+    interval_option,
+    run,
+)
 
 
 def wait(
@@ -28,6 +39,8 @@ def wait(
     json: Json = False,
 ) -> None:
     """Wait for the job to end: exit 0 COMPLETED, 1 FAILED or ABORTED, 6 timed out."""
+    manager = Manager.chosen(url, token)
+    job_id = full_job_id(manager, job_id)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -50,7 +63,7 @@ def wait(
                 on_progress=show,
             )
 
-    job = run(Manager.chosen(url, token), work)
+    job = run(manager, work)
     if json:
         output.print_json(job)
     else:

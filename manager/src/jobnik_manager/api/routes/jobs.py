@@ -10,6 +10,8 @@ from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.models import Job
+from ...domain.errors import RuleViolation
+from ...domain.id_prefix import id_range
 from ...domain.statuses import JobStatus, Priority
 from ...services import jobs as job_service
 from ...services import reads, replay
@@ -63,7 +65,15 @@ async def find_jobs(
     status: Annotated[list[JobStatus] | None, Query(max_length=len(JobStatus))] = None,
     should_return_stages: bool = False,
     newest_first: NewestFirstQuery = False,
+    # Extension: the jobs whose id starts with these hex digits (the dashboard's 8).
+    id_prefix: Annotated[str | None, Query(min_length=1, max_length=36)] = None,
 ) -> Page[JobOut]:
+    ids = None if id_prefix is None else id_range(id_prefix)
+    if id_prefix is not None and ids is None:
+        raise RuleViolation(
+            "query.id_prefix: the first hex digits of an id (1 to 32 of 0-9, a-f)",
+            code="VALIDATION_ERROR",
+        )
     f = job_service.JobFilter(
         owner=listing_owner(),
         name=job_name,
@@ -71,6 +81,7 @@ async def find_jobs(
         statuses=frozenset(status or ()),
         created=created,
         newest_first=newest_first,
+        ids=ids,
     )
 
     async def work(s: AsyncSession) -> Page[JobOut]:
