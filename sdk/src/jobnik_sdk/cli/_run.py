@@ -113,6 +113,12 @@ def fail(code: int, message: str) -> NoReturn:
     raise typer.Exit(code)
 
 
+def chosen_job(url: str | None, token: str | None, given: str) -> tuple[Manager, str]:
+    """The manager (`Manager.chosen`) and the id of the job `given` names there."""
+    manager = Manager.chosen(url, token)
+    return manager, full_job_id(manager, given)
+
+
 def full_job_id(manager: Manager, given: str) -> str:
     """The id of the job `given` names: the whole id, or its first hex digits (the
     dashboard shows ids by their first 8). Ends the command, exit 3, when no job's id

@@ -12,7 +12,7 @@ import typer
 from .._client import JobnikClient
 from .._models import Event
 from . import output
-from ._run import OK, JobArg, Json, Manager, Token, Url, full_job_id, interval_option, run
+from ._run import OK, JobArg, Json, Token, Url, chosen_job, interval_option, run
 
 _PAGE = 1000  # the manager's largest page of events
 
@@ -47,8 +47,7 @@ def events(
     json: Json = False,
 ) -> None:
     """The job's event history, oldest first (--json: an array; with --follow, a line each)."""
-    manager = Manager.chosen(url, token)
-    job_id = full_job_id(manager, job_id)
+    manager, job_id = chosen_job(url, token, job_id)
 
     def emit(event: Event) -> None:
         text = json_module.dumps(output.as_json(event)) if json and follow else line(event)

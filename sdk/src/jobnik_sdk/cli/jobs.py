@@ -13,7 +13,7 @@ from rich.table import Table
 from .._client import JobnikClient
 from .._models import Job, JobStatus, Priority
 from . import output
-from ._run import JobArg, Json, Manager, Token, Url, full_job_id, run
+from ._run import JobArg, Json, Manager, Token, Url, chosen_job, run
 
 app = typer.Typer(help="List jobs and show one.", no_args_is_help=True)
 
@@ -104,8 +104,7 @@ def show(
 ) -> None:
     """One job with its stages: status, task counts, progress, times, failure reasons."""
 
-    manager = Manager.chosen(url, token)
-    job_id = full_job_id(manager, job_id)
+    manager, job_id = chosen_job(url, token, job_id)
 
     async def work(client: JobnikClient) -> Job:
         return await client.get_job(job_id, with_stages=True)

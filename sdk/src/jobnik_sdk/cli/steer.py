@@ -10,7 +10,7 @@ import typer
 from .._client import JobnikClient
 from .._models import Priority
 from . import output
-from ._run import JobArg, Manager, Token, Url, full_job_id, run
+from ._run import JobArg, Manager, Token, Url, chosen_job, run
 
 
 def _done(message: str) -> None:
@@ -31,8 +31,7 @@ def _steer_job(
     url: str | None, token: str | None, given: str, how: str, call: Callable[..., Any]
 ) -> None:
     """`call(client)(job_id)` on the job `given` names; say it was done `how`."""
-    manager = Manager.chosen(url, token)
-    job_id = full_job_id(manager, given)
+    manager, job_id = chosen_job(url, token, given)
     _steer(manager, lambda client: call(client)(job_id), f"job {job_id} {how}")
 
 
@@ -72,8 +71,7 @@ def priority(
 ) -> None:
     """Change the job's priority: VERY_HIGH, HIGH, MEDIUM, LOW or VERY_LOW."""
 
-    manager = Manager.chosen(url, token)
-    job_id = full_job_id(manager, job_id)
+    manager, job_id = chosen_job(url, token, job_id)
 
     async def work(client: JobnikClient) -> bool:
         return await client.set_priority(job_id, level)

@@ -18,10 +18,9 @@ from ._run import (
     OK,
     JobArg,
     Json,
-    Manager,
     Token,
     Url,
-    full_job_id,
+    chosen_job,
     interval_option,
     run,
 )
@@ -39,8 +38,7 @@ def wait(
     json: Json = False,
 ) -> None:
     """Wait for the job to end: exit 0 COMPLETED, 1 FAILED or ABORTED, 6 timed out."""
-    manager = Manager.chosen(url, token)
-    job_id = full_job_id(manager, job_id)
+    manager, job_id = chosen_job(url, token, job_id)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
