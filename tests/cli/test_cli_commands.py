@@ -269,6 +269,10 @@ def test_events_history(base_url: str) -> None:
     assert len(as_data) == len(lines) and as_data[-1]["jobId"] == job["id"]
     followed = jobnik(base_url, "events", job["id"], "--follow")  # final: prints, ends
     assert followed.exit_code == 0 and followed.stdout == history.stdout
+    latest = jobnik(base_url, "events", job["id"], "--last", "2")
+    assert latest.exit_code == 0 and latest.stdout.splitlines() == lines[-2:]
+    followed = jobnik(base_url, "events", job["id"], "--last", "3", "--follow")
+    assert followed.exit_code == 0 and followed.stdout.splitlines() == lines[-3:]
 
 
 def test_the_jobnik_script_follows_events_as_they_happen(base_url: str) -> None:

@@ -322,11 +322,12 @@ class ProducerCalls:
         return await self._page(Page[Task], "/v1/tasks", page, page_size, query)
 
     async def list_events(
-        self, job_id: EntityId, *, page: int = 1, page_size: int = 10
+        self, job_id: EntityId, *, page: int = 1, page_size: int = 10, newest_first: bool = False
     ) -> Page[Event]:
         """One page (up to 1000) of the job's event history: every status change of the
-        job, its stages and its tasks, oldest first."""
-        return await self._page(Page[Event], f"/v1/jobs/{job_id}/events", page, page_size)
+        job, its stages and its tasks, oldest first (with `newest_first`, the newest)."""
+        query = {"newest_first": True} if newest_first else None
+        return await self._page(Page[Event], f"/v1/jobs/{job_id}/events", page, page_size, query)
 
     async def _page(
         self,

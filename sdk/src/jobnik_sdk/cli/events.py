@@ -41,12 +41,17 @@ def events(
             "--follow", "-f", help="Keep printing new events until the job is final (or Ctrl+C)."
         ),
     ] = False,
+    last: Annotated[
+        int | None,
+        typer.Option("--last", min=1, max=_PAGE, help="Only the latest N events (then follow)."),
+    ] = None,
     interval: Annotated[float, interval_option("Seconds between polls with --follow.")] = 0.5,
     url: Url = None,
     token: Token = None,
     json: Json = False,
 ) -> None:
-    """The job's event history, oldest first (--json: an array; with --follow, a line each)."""
+    """The job's event history, oldest first (--json: an array; with --follow, a line each;
+    with --last N, only the latest N)."""
     manager, job_id = chosen_job(url, token, job_id)
 
     def emit(event: Event) -> None:
@@ -56,10 +61,15 @@ def events(
 
     async def history(client: JobnikClient) -> list[Event]:
         await client.get_job(job_id)
+        if last is not None:
+            latest = await client.list_events(job_id, page_size=last, newest_first=True)
+            return latest.items[::-1]
         return [event async for event in client.iter_events(job_id, page_size=_PAGE)]
 
     async def follow_job(client: JobnikClient) -> None:
-        seen = 0  # events printed so far: the next one is at this offset
+        seen = 0  # events passed over or printed: the next one is at this offset
+        if last is not None:
+            seen = max(0, (await client.list_events(job_id, page_size=1)).total - last)
         last_id = -1
         while True:
             job = await client.get_job(job_id)
