@@ -9,15 +9,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
-
 from jobnik_manager.db.engine import Database
 from jobnik_manager.domain.auth import Role
-from jobnik_manager.services import tokens
-from jobnik_manager.settings import Settings
 
 from ..support.api import Api, unique
-from ..support.apps import app_on
+from ..support.tokens import clients_as
 
 Row = tuple[Any, ...]
 
@@ -25,18 +21,8 @@ Row = tuple[Any, ...]
 @asynccontextmanager
 async def _as(db: Database, producer: str, worker: str) -> AsyncIterator[tuple[Api, Api]]:
     """An auth-on app on `db`, with a client for each token."""
-    made = {}
-    for name, role in ((producer, Role.PRODUCER), (worker, Role.WORKER)):
-        made[name] = (await db.transaction(lambda s, n=name, r=role: tokens.create(s, n, r))).token
-    with app_on(db, Settings(database_url=db.url, auth="on")) as app:
-        transport = httpx.ASGITransport(app=app)
-        async with (
-            httpx.AsyncClient(transport=transport, base_url="http://m") as p,
-            httpx.AsyncClient(transport=transport, base_url="http://m") as w,
-        ):
-            p.headers["authorization"] = f"Bearer {made[producer]}"
-            w.headers["authorization"] = f"Bearer {made[worker]}"
-            yield Api(p), Api(w)
+    async with clients_as(db, {producer: Role.PRODUCER, worker: Role.WORKER}) as apis:
+        yield apis[producer], apis[worker]
 
 
 async def _run(db: Database) -> tuple[list[Row], list[Row]]:

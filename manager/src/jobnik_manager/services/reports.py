@@ -82,14 +82,6 @@ class Report:
 TaskView = SimpleNamespace
 
 
-async def report(db: Database, task_id: uuid.UUID, r: Report) -> TaskView:
-    """Record one report; the manager decides RETRIED or FAILED from the attempts left."""
-    (answer,) = await settle(db, [(task_id, r)])
-    if isinstance(answer, DomainError):
-        raise answer
-    return answer
-
-
 async def settle(
     db: Database, items: Sequence[tuple[uuid.UUID, Report]]
 ) -> list[TaskView | DomainError]:

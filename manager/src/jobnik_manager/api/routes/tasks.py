@@ -19,7 +19,8 @@ from ...services import reads, task_events
 from ...services import tasks as task_service
 from ...services.claims import Claimed, claim
 from ...services.leases import Beat, heartbeat, heartbeats
-from ...services.reports import Report, report, settle
+from ...services.report_batches import report
+from ...services.reports import Report, settle
 from ..auth import listing_owner
 from ..deps import CreatedDep, DatabaseDep, PageDep, WaitersDep
 from ..edge import EdgeRoute
