@@ -12,9 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ...db.models import Stage
 from ...domain.errors import TaskNotFound
 from ...domain.statuses import StageStatus
-from ...services import reads
+from ...services import batching, reads
 from ...services import stages as stage_service
-from ...services.claims import claim
 from ...services.loading import load_stage
 from ..auth import listing_owner
 from ..create_bodies import CreateRoute, created_task_bodies, new_tasks
@@ -146,7 +145,7 @@ async def dequeue(
 ) -> Response:
     lease = timedelta(seconds=lease_seconds) if lease_seconds else None
 
-    tasks = (await claim(db, [stageType], lease=lease, worker=worker)).rows
-    if not tasks:
+    task = await batching.dequeue(db, stageType, lease, worker)
+    if task is None:
         raise TaskNotFound(f"No task of stage type '{stageType}' is ready to be claimed")
-    return task_response(tasks[0])
+    return task_response(task)

@@ -17,9 +17,9 @@ from ...domain.errors import DomainError
 from ...domain.statuses import TaskStatus
 from ...services import reads, task_events
 from ...services import tasks as task_service
+from ...services.batching import report
 from ...services.claims import Claimed, claim
 from ...services.leases import Beat, heartbeat, heartbeats
-from ...services.report_batches import report
 from ...services.reports import Report, settle
 from ..auth import listing_owner
 from ..deps import CreatedDep, DatabaseDep, PageDep, WaitersDep

@@ -1,5 +1,5 @@
 """Single reports (`PUT /v1/tasks/{id}/status`) that arrive together are settled together
-(services/report_batches.py): each still gets its own answer, a refused one refuses no
+(services/batching.py): each still gets its own answer, a refused one refuses no
 other, and each event row names the token that made its move, whoever shared its batch."""
 
 from __future__ import annotations
@@ -74,4 +74,42 @@ async def test_reports_sent_at_once_are_each_answered_and_recorded_as_their_own(
         stage = (await apis[producer].call("GET", f"/v1/jobs/{job['id']}/stages"))[0]
         summary = stage["summary"]
         assert (summary["completed"], summary["retried"], summary["inProgress"]) == (32, 8, 8)
+    await assert_invariants(db)
+
+
+async def test_dequeues_sent_at_once_each_get_a_task_of_their_own_or_none(db: Database) -> None:
+    producer, first, second = unique("producer"), unique("w1"), unique("w2")
+    kind = unique("dequeued")
+    roles = {producer: Role.PRODUCER, first: Role.WORKER, second: Role.WORKER}
+    async with clients_as(db, roles) as apis:
+        stages = [{"type": kind, "data": {}, "tasks": [{"data": {"i": i}} for i in range(30)]}]
+        body = {"name": "dequeued", "data": {}, "stages": stages}
+        job = await apis[producer].call("POST", "/v1/jobs", 201, json=body)
+
+        async def dequeue(worker: str, name: str | None) -> Any:
+            params = {"worker": name} if name else {}
+            return await apis[worker].http.patch(f"/v1/stages/{kind}/tasks/dequeue", params=params)
+
+        # 40 at once for 30 tasks, from two tokens, some naming a worker and some not.
+        asked = [
+            (w, f"{w}-host" if i % 3 == 0 else None) for i in range(20) for w in (first, second)
+        ]
+        answers = await asyncio.gather(*(dequeue(*a) for a in asked))
+
+        got = [(a, r.json()) for a, r in zip(asked, answers, strict=True) if r.status_code == 200]
+        refused = [r for r in answers if r.status_code != 200]
+        assert len(got) == 30 and len({task["id"] for _, task in got}) == 30
+        assert all(r.status_code == 404 and r.json()["code"] == "TASK_NOT_FOUND" for r in refused)
+        for (_, name), task in got:
+            assert task["status"] == "IN_PROGRESS" and task.get("worker") == name
+
+        events = await apis[producer].call(
+            "GET", f"/v1/jobs/{job['id']}/events", params={"page_size": 1000}
+        )
+        claimed_by = {
+            e["entityId"]: e["principal"]
+            for e in events["items"]
+            if e["entity"] == "TASK" and e["toStatus"] == "IN_PROGRESS"
+        }
+        assert claimed_by == {task["id"]: worker for (worker, _), task in got}
     await assert_invariants(db)
