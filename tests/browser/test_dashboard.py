@@ -160,6 +160,54 @@ def test_pause_resume_and_abort_with_the_buttons(signed_in, dashboard: Deploymen
     assert page.offsite.urls == []
 
 
+def test_a_failed_job_says_why_opens_on_its_failed_stage_and_is_retried_then_deleted(
+    signed_in, dashboard: Deployment
+) -> None:  # type: ignore[no-untyped-def]
+    page = signed_in
+    with producer(dashboard) as http:
+        job = create_job(
+            http,
+            [
+                {"type": "T7", "data": {}, "tasks": [{"data": {}}]},
+                {"type": "T8", "data": {}, "tasks": [{"data": {"tile": [3, 4]}, "maxAttempts": 1}]},
+            ],
+        )
+        run_tasks(dashboard, "T7", 1)
+        token = dashboard.worker_token("T8")
+        with httpx.Client(
+            base_url=dashboard.url, timeout=10, headers={"authorization": f"Bearer {token}"}
+        ) as worker:
+            task = worker.patch("/v1/stages/T8/tasks/dequeue", params={"worker": "w-2"}).json()
+            failed = worker.put(
+                f"/v1/tasks/{task['id']}/status",
+                json={"status": "FAILED", "leaseId": task["leaseId"], "reason": "tile missing"},
+            )
+            assert failed.status_code == 200, failed.text
+
+        page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
+        expect(page.locator("#job-status")).to_have_text("FAILED", timeout=WAIT)
+        why = page.locator("#job-reason")
+        expect(why).to_contain_text("tile missing")
+        expect(why).to_contain_text("stage 2 (T8)")
+        expect(why).to_contain_text(task["id"][:8])
+        # Opened on the stage that failed it, its task's input shown.
+        expect(page.locator("#tasks-heading")).to_have_text("Tasks of stage 2 (1)")
+        expect(page.get_by_role("cell", name='{"tile":[3,4]}')).to_be_visible()
+
+        page.get_by_role("button", name="Retry").click()
+        confirm(page)
+        expect(page.locator("#job-status")).not_to_have_text("FAILED", timeout=WAIT)
+        expect(page.locator("#job-reason")).to_have_count(0)
+        run_tasks(dashboard, "T8", 1)
+        expect(page.locator("#job-status")).to_have_text("COMPLETED", timeout=WAIT)
+
+        page.get_by_role("button", name="Delete").click()
+        confirm(page)
+        expect(page.get_by_role("heading", level=1)).to_have_text("Jobs", timeout=WAIT)
+        assert http.get(f"/v1/jobs/{job['id']}").status_code == 404
+    assert page.offsite.urls == []
+
+
 def test_an_api_refusal_is_shown_as_the_api_words_it(signed_in, dashboard: Deployment) -> None:  # type: ignore[no-untyped-def]
     page = signed_in
     with producer(dashboard) as http:

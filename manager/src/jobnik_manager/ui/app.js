@@ -45,6 +45,20 @@ function when(iso) {
   return h("time", { datetime: iso }, date.toLocaleString());
 }
 
+// How far a job or a stage is: the finer `progress` (running tasks' reports counted),
+// where the manager gives it, else v1's `percentage` (completed tasks only).
+function progressOf(entity) {
+  const value = entity.progress ?? entity.percentage;
+  return Math.floor(Number(value) || 0);  // never 100 before it is
+}
+
+// A task's data or result as JSON, cut to a line (the whole of it on hover).
+function clipped(value) {
+  if (value === undefined || value === null) return "—";
+  const text = JSON.stringify(value);
+  return text.length <= 60 ? text : h("span", { title: text }, `${text.slice(0, 59)}…`);
+}
+
 function bar(percentage, label) {
   const value = Math.max(0, Math.min(100, Number(percentage) || 0));
   return h("span", { class: "pair" },
@@ -248,7 +262,7 @@ function jobsPage(params) {
       h("td", {}, h("a", { href: `#/jobs/${job.id}` }, job.name)),
       h("td", {}, statusBadge(job.status)),
       h("td", { class: "hide-narrow" }, job.priority),
-      h("td", {}, bar(job.percentage, `Progress of ${job.name}`)),
+      h("td", {}, bar(progressOf(job), `Progress of ${job.name}`)),
       h("td", { class: "hide-narrow" }, when(job.creationTime)),
       h("td", { class: "hide-narrow" }, when(job.updateTime))));
     keepFocus(() => results.replaceChildren(
@@ -314,6 +328,24 @@ function jobPage(jobId) {
         onclick: () => act("Resume job", `Resume “${job.name}”?`, "Resume", false,
           "PUT", `/v1/jobs/${job.id}/status`, { status: "PENDING" }) }, "Resume"));
     }
+    if (job.status === "FAILED") {
+      actions.append(h("button", { type: "button", "data-key": "retry",
+        onclick: () => act("Retry job", `Run the failed stage of “${job.name}” again? Its failed and aborted tasks get a fresh set of attempts.`, "Retry", false,
+          "POST", `/v1/jobs/${job.id}/retry`) }, "Retry"));
+    }
+    if (FINAL.has(job.status)) {
+      actions.append(h("button", { type: "button", class: "danger", "data-key": "delete",
+        onclick: async () => {
+          if (!(await confirmAction("Delete job", `Delete “${job.name}”, its stages, tasks and history? This cannot be undone.`, "Delete", true))) return;
+          try {
+            await api("DELETE", `/v1/jobs/${job.id}`);
+            say(`Job ${job.name} deleted`);
+            location.hash = "#/jobs";
+          } catch (err) {
+            notice.replaceChildren(errorBox(err));
+          }
+        } }, "Delete"));
+    }
     if (!FINAL.has(job.status)) {
       actions.append(h("button", { type: "button", class: "danger", "data-key": "abort",
         onclick: () => act("Abort job", `Abort “${job.name}”? Its unfinished stages and tasks are aborted. This cannot be undone.`, "Abort", true,
@@ -328,13 +360,23 @@ function jobPage(jobId) {
       } }, h("label", { for: "job-priority" }, "Priority"), select,
       h("button", { type: "submit", class: "secondary", "data-key": "priority-set" }, "Set")));
     }
+    const failedStage = (job.stages || []).find((st) => st.id === job.failedStageId);
+    const why = (job.status === "FAILED" || job.status === "ABORTED") && job.reason
+      ? h("div", { class: "error", role: "status", id: "job-reason" },
+        h("strong", {}, job.status === "FAILED" ? "Failed: " : "Aborted: "), job.reason,
+        failedStage ? h("span", {}, " · stage ", h("button", { type: "button", class: "link", "data-key": "failed-stage",
+          onclick: () => { state.stageId = failedStage.id; state.tasksPage = 1; refresh(); } },
+        `${failedStage.order} (${failedStage.type})`)) : null,
+        job.failedTaskId ? h("span", {}, " · task ", h("span", { class: "mono", title: job.failedTaskId }, job.failedTaskId.slice(0, 8))) : null)
+      : null;
     head.replaceChildren(
       h("h1", { id: "job-heading" }, job.name),
+      why,
       h("div", { class: "job-head" },
         h("dl", {},
           h("div", { class: "pair" }, h("dt", {}, "Status"), h("dd", { id: "job-status" }, statusBadge(job.status))),
           h("div", { class: "pair" }, h("dt", {}, "Priority"), h("dd", {}, job.priority)),
-          h("div", { class: "pair" }, h("dt", {}, "Progress"), h("dd", { id: "job-progress" }, bar(job.percentage, "Job progress"))),
+          h("div", { class: "pair" }, h("dt", {}, "Progress"), h("dd", { id: "job-progress" }, bar(progressOf(job), "Job progress"))),
           h("div", { class: "pair" }, h("dt", {}, "Created"), h("dd", {}, when(job.creationTime))),
           h("div", { class: "pair" }, h("dt", {}, "Id"), h("dd", { class: "mono" }, job.id)))),
       actions);
@@ -359,7 +401,7 @@ function jobPage(jobId) {
           h("header", {},
             h("h3", { id: `stage-${stage.id}` }, `Stage ${stage.order}: `, h("span", { class: "mono" }, stage.type)),
             h("span", { class: "stage-status" }, statusBadge(stage.status)),
-            bar(stage.percentage, `Progress of stage ${stage.order}`)),
+            bar(progressOf(stage), `Progress of stage ${stage.order}`)),
           h("dl", { class: "summary" },
             ["total", "pending", "inProgress", "completed", "failed", "retried", "aborted"].map((k) =>
               h("div", { class: "pair" }, h("dt", {}, k === "inProgress" ? "in progress" : k), h("dd", {}, s[k] ?? 0)))),
@@ -387,7 +429,10 @@ function jobPage(jobId) {
     const pages = Math.max(1, Math.ceil(data.total / TASKS_PAGE_SIZE));
     const rows = data.items.map((t) => h("tr", {},
       h("td", { class: "mono" }, h("span", { title: t.id }, t.id.slice(0, 8))),
+      h("td", { class: "result mono hide-narrow" }, clipped(t.data)),
       h("td", {}, statusBadge(t.status)),
+      h("td", { class: "progress-cell" }, t.progress === undefined || t.progress === null ? "—" : `${t.progress} %`,
+        t.progressMessage ? h("span", { class: "muted" }, ` ${t.progressMessage}`) : null),
       h("td", { class: "num" }, `${t.attempts} / ${t.maxAttempts}`),
       h("td", {}, t.worker || "—"),
       h("td", {}, t.reason || "—"),
@@ -396,7 +441,7 @@ function jobPage(jobId) {
       h("td", { class: "hide-narrow" }, when(t.endTime))));
     tasksBox.replaceChildren(
       h("h2", { id: "tasks-heading" }, `Tasks of stage ${stage.order} (${data.total})`),
-      listTable(["Task", "Status", "Attempts", "Worker", "Reason", "Result", { narrow: "Started" }, { narrow: "Ended" }], rows),
+      listTable(["Task", { narrow: "Input" }, "Status", "Progress", "Attempts", "Worker", "Reason", "Result", { narrow: "Started" }, { narrow: "Ended" }], rows),
       pager(state.tasksPage, pages, (p) => { state.tasksPage = p; refresh(); }, "tasks"));
   }
 
@@ -432,7 +477,9 @@ function jobPage(jobId) {
     }
     const stages = job.stages || [];
     if (!state.stageId && stages.length) {
-      state.stageId = (stages.find((s) => !FINAL.has(s.status)) || stages[stages.length - 1]).id;
+      // The stage that failed the job, else the first still running or to run.
+      const failed = stages.find((s) => s.id === job.failedStageId);
+      state.stageId = (failed || stages.find((s) => !FINAL.has(s.status)) || stages[stages.length - 1]).id;
     }
     const key = focusedKey();
     await Promise.all([renderTasks(stages), renderEvents()]);
@@ -440,7 +487,7 @@ function jobPage(jobId) {
     renderStages(job);
     restoreFocus(key);
     const done = stages.filter((s) => s.status === "COMPLETED").length;
-    say(`Job ${job.status}, ${job.percentage} %; ${done} of ${stages.length} stages completed`);
+    say(`Job ${job.status}, ${progressOf(job)} %; ${done} of ${stages.length} stages completed`);
   }
   return { refresh };
 }
