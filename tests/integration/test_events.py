@@ -146,3 +146,13 @@ async def test_jobs_found_by_the_first_digits_of_their_ids(api: Api) -> None:
         refused = await api.http.get("/v1/jobs", params={"id_prefix": bad})
         assert refused.status_code == 400, (bad, refused.text)
         assert refused.json()["code"] == "VALIDATION_ERROR"
+
+
+async def test_approving_a_stage_of_a_final_job_says_the_job_is_final(api: Api) -> None:
+    job = await api.create_job()
+    await api.create_stage(job["id"], unique("first"))
+    waiting = await api.create_stage(job["id"], unique("second"), waiting=True)
+    await api.set_job_status(job["id"], "ABORTED")
+    refused = await api.approve(waiting["id"], expect=400)
+    assert refused["code"] == "ILLEGAL_STAGE_STATUS_TRANSITION"
+    assert refused["message"].endswith("the stage's job is ABORTED"), refused

@@ -17,7 +17,7 @@ from ..db.bulk import insert_many, insert_new
 from ..db.engine import now_in
 from ..db.models import Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval, tasks_ready
-from ..domain.errors import IllegalTransition, RuleViolation
+from ..domain.errors import RuleViolation
 from ..domain.moves import TASK_CREATED, stage_move
 from ..domain.statuses import StageStatus, TaskStatus
 from ..domain.summary import Summary
@@ -208,7 +208,12 @@ async def approve(s: AsyncSession, stage_id: uuid.UUID) -> None:
     if current is StageStatus.PENDING:
         return
     if job.status.is_final:
-        raise IllegalTransition("STAGE", current, StageStatus.PENDING)
+        # The stage's own status allows it; its job's does not: say so.
+        raise RuleViolation(
+            f"Illegal status transition from {current} to {StageStatus.PENDING}: "
+            f"the stage's job is {job.status}",
+            code="ILLEGAL_STAGE_STATUS_TRANSITION",
+        )
     approval = stage_move(current, StageStatus.PENDING, Actor.USER)
     if stage.stage_order > 1:
         previous_status = (
