@@ -402,3 +402,22 @@ def test_a_job_named_by_the_first_digits_of_its_id(base_url: str) -> None:
     other = digits[:30] + ("0" if digits[30] != "0" else "1")
     missing = jobnik(base_url, "events", other)
     assert missing.exit_code == 3 and "no job's id starts with" in missing.stderr
+
+
+def test_a_narrow_terminal_keeps_every_column_and_a_pipe_gets_them_whole(base_url: str) -> None:
+    job_id = new_job(base_url, name="a-rather-long-job-name-to-fold")["id"]
+    for columns in ("80", "100"):
+        narrow = jobnik(base_url, "jobs", "list", "--name", "a-rather-long-job-name-to-fold",
+                        COLUMNS=columns)  # fmt: skip
+        assert narrow.exit_code == 0, narrow.stderr
+        text = narrow.stdout
+        assert job_id[:8] in text and job_id not in text  # the id as the CLI takes it
+        for header in ("name", "status", "priority", "progress", "created"):
+            assert header in text, (columns, text)
+        assert "a-rather" in text and "MEDIUM" in text
+    # Into a pipe, with no COLUMNS: as wide as it needs, the whole id.
+    runner = CliRunner(env={"JOBNIK_TOKEN": _admin["token"], "COLUMNS": None})
+    piped = runner.invoke(app, ["jobs", "list", "--name", "a-rather-long-job-name-to-fold",
+                                "--url", base_url])  # fmt: skip
+    assert piped.exit_code == 0, piped.stderr
+    assert job_id in piped.stdout and "a-rather-long-job-name-to-fold" in piped.stdout

@@ -74,23 +74,25 @@ def list_jobs(
     if json:
         output.print_json(jobs)
         return
+    console = output.stdout()
+    whole = console.width >= output.WHOLE_IDS
     table = Table(title=None, show_edge=False)
-    table.add_column("id", no_wrap=True, min_width=36)
-    table.add_column("name")
+    table.add_column("id", no_wrap=True, min_width=36 if whole else 8)
+    table.add_column("name", min_width=12, overflow="fold")
     table.add_column("status", no_wrap=True)
     table.add_column("priority", no_wrap=True)
     table.add_column("progress", justify="right", no_wrap=True)
-    table.add_column("created (UTC)", no_wrap=True)
+    table.add_column("created (UTC)", min_width=10, overflow="fold")
     for job in jobs:
         table.add_row(
-            str(job.id),
+            output.job_id(job.id, console),
             escape(job.name),
             output.status(job.status),
             job.priority.value,
             output.percent(job.progress if job.progress is not None else job.percentage),
             output.when(job.creation_time),
         )
-    output.stdout().print(table)
+    console.print(table)
     if not jobs:
         output.stderr().print("no jobs")
 

@@ -4,6 +4,7 @@ errors on stderr."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -24,8 +25,25 @@ STATUS_STYLES = {
 }
 
 
+# Into a pipe or a file (and no COLUMNS said otherwise): as wide as the table needs, so
+# that nothing is cut or dropped for a script.
+_UNLIMITED = 10_000
+# A terminal narrower than this shows a job's id by its first 8 hex digits, which every
+# command takes for the job, so that the other columns keep their room.
+WHOLE_IDS = 120
+
+
 def stdout() -> Console:
-    return Console(highlight=False)
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(highlight=False, width=_UNLIMITED)
+    return console
+
+
+def job_id(value: object, console: Console) -> str:
+    """A job's id as a table shows it on `console`: whole, or its first 8 hex digits."""
+    text = str(value)
+    return text if console.width >= WHOLE_IDS else text[:8]
 
 
 def stderr() -> Console:

@@ -41,9 +41,9 @@ def list_tasks(
     table.add_column("status", no_wrap=True)
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("progress", justify="right", no_wrap=True)
-    table.add_column("worker")
+    table.add_column("worker", min_width=8, overflow="fold")
     table.add_column("updated (UTC)", no_wrap=True)
-    table.add_column("reason")
+    table.add_column("reason", min_width=8, overflow="fold")
     for task in tasks:
         table.add_row(
             str(task.id),
