@@ -10,8 +10,10 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ..support.processes import manager_process
@@ -73,3 +75,22 @@ def test_the_quick_start_runs_from_a_directory_of_its_own(tmp_path: Path) -> Non
     assert lines[-1] == "job finished: COMPLETED"
     assert stopped == 0, (tmp_path / "worker.log").read_text()
     assert (tmp_path / "worker.log").read_text().count("rendering tile") == 4
+
+
+def test_the_demo_runs_a_job_to_the_end_and_the_access_log_follows(tmp_path: Path) -> None:
+    """`jobnik-manager serve --demo`, the README's first command: the demo job completes,
+    paced so that it can be watched, and the access log is there once the demo is done."""
+    log = tmp_path / "manager.log"
+    database = f"sqlite+aiosqlite:///{tmp_path / 'jobnik.db'}"
+    with manager_process(database, log=log, args=["--demo"], JOBNIK_LOG_LEVEL="info") as url:
+        deadline = time.monotonic() + 60
+        while "demo: done" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        said = log.read_text()
+        assert "demo: done; job COMPLETED 100%" in said, said
+        assert f"demo: watch it at {url}/ui#/jobs/" in said
+        assert "/v1/stages/demo-render/tasks/dequeue" not in said  # quiet while it ran
+        assert httpx.get(f"{url}/v1/jobs").status_code == 200
+        time.sleep(0.5)
+        assert '"GET /v1/jobs HTTP/1.1" 200' in log.read_text()  # and logged after it
+    assert said.count(" task {") == 7  # every attempt, the flaky one's first included

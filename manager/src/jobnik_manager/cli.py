@@ -66,14 +66,12 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
         from .demo import attach_demo
 
         attach_demo(app, settings)
-    # In the demo the per-request access log would bury the progress lines.
     uvicorn.run(
         app,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
         log_config=log_config,
-        access_log=not demo,
         lifespan="on",
     )
 

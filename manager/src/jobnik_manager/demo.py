@@ -21,6 +21,15 @@ from .settings import Settings
 log = logging.getLogger("jobnik_manager.demo")
 # Each request would be logged between the progress lines otherwise.
 logging.getLogger("httpx").setLevel(logging.WARNING)
+# A pause between tasks, so that the job can be watched on the dashboard as it runs.
+PACE = 0.5  # seconds
+
+
+class _Quiet(logging.Filter):
+    """Keeps the access log out of the demo's progress lines while the demo runs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
 
 
 def attach_demo(app: FastAPI, settings: Settings) -> None:
@@ -69,6 +78,7 @@ async def _work_stage(client: httpx.AsyncClient, job_id: str, stage_type: str) -
         reported = (
             await client.put(f"/v1/tasks/{task['id']}/status", json={"status": outcome})
         ).json()
+        await asyncio.sleep(PACE)
         log.info(
             "  %s task %s -> %s; %s",
             stage_type,
@@ -79,6 +89,8 @@ async def _work_stage(client: httpx.AsyncClient, job_id: str, stage_type: str) -
 
 
 async def run_demo(base_url: str) -> None:
+    quiet, access = _Quiet(), logging.getLogger("uvicorn.access")
+    access.addFilter(quiet)
     try:
         async with httpx.AsyncClient(base_url=base_url, timeout=10) as client:
             await _wait_until_up(client)
@@ -111,6 +123,7 @@ async def run_demo(base_url: str) -> None:
                 if waiting:
                     review_id = stage["id"]
             log.info("demo: created job %s; %s", job_id, await _progress(client, job_id))
+            log.info("demo: watch it at %s/ui#/jobs/%s", base_url, job_id)
             await _work_stage(client, job_id, "demo-render")
             log.info("demo: stage demo-review is WAITING; approving it")
             await client.put(f"/v1/stages/{review_id}/status", json={"status": "PENDING"})
@@ -122,3 +135,5 @@ async def run_demo(base_url: str) -> None:
             )
     except Exception:
         log.exception("demo failed")
+    finally:
+        access.removeFilter(quiet)
