@@ -421,3 +421,44 @@ def test_a_narrow_terminal_keeps_every_column_and_a_pipe_gets_them_whole(base_ur
                                 "--url", base_url])  # fmt: skip
     assert piped.exit_code == 0, piped.stderr
     assert job_id in piped.stdout and "a-rather-long-job-name-to-fold" in piped.stdout
+
+
+def test_steering_twice_then_cancel_retry_and_delete(base_url: str) -> None:
+    job = new_job(base_url, 2)
+    job_id, stage = job["id"], job["stages"][0]
+
+    def status() -> str:
+        return str(httpx.get(f"{base_url}/v1/jobs/{job_id}", headers=admin()).json()["status"])
+
+    assert jobnik(base_url, "pause", job_id).stdout.strip() == f"job {job_id} paused"
+    twice = jobnik(base_url, "pause", job_id)
+    assert twice.exit_code == 0, twice.stderr
+    assert twice.stdout.strip() == f"job {job_id} already paused (unchanged)"
+    assert jobnik(base_url, "resume", job_id).exit_code == 0
+    again = jobnik(base_url, "resume", job_id)
+    assert again.exit_code == 0 and "already resumed (unchanged)" in again.stdout
+
+    first, second = stage["tasks"]
+    cancelled = jobnik(base_url, "tasks", "cancel", first["id"], "--reason", "not needed")
+    assert cancelled.exit_code == 0 and f"task {first['id']} cancelled" in cancelled.stdout
+    task = httpx.get(f"{base_url}/v1/tasks/{first['id']}", headers=admin()).json()
+    assert (task["status"], task["reason"]) == ("ABORTED", "not needed")
+    run_task(base_url, stage["type"], "FAILED")  # its only attempt: the job fails
+    assert status() == "FAILED"
+
+    retried = jobnik(base_url, "retry", job_id[:8])
+    assert retried.exit_code == 0, retried.stderr
+    assert retried.stdout.strip() == f"job {job_id} retried: IN_PROGRESS"
+    for _ in range(2):  # the failed task and the cancelled one, both offered again
+        run_task(base_url, stage["type"], "COMPLETED")
+    assert status() == "COMPLETED"
+    assert (
+        httpx.get(f"{base_url}/v1/tasks/{second['id']}", headers=admin()).json()["status"]
+        == "COMPLETED"
+    )
+
+    unasked = jobnik(base_url, "delete", job_id)  # not a terminal: --yes is needed
+    assert unasked.exit_code == 2 and "--yes" in unasked.stderr
+    deleted = jobnik(base_url, "delete", job_id, "--yes")
+    assert deleted.exit_code == 0 and f"job {job_id} deleted" in deleted.stdout
+    assert httpx.get(f"{base_url}/v1/jobs/{job_id}", headers=admin()).status_code == 404

@@ -90,7 +90,9 @@ _all: weakref.WeakKeyDictionary[
 def _batches(
     db: Database, key: Hashable, run: Callable[[list[I]], Awaitable[list[A]]]
 ) -> _Batches[I, A]:
-    """The batches of `key` (with the acting principal) on this event loop."""
+    """The batches of `key` (with the acting principal) on this event loop. `run` is
+    that of the call that made them: the key holds everything it depends on, so every
+    caller of the key passes one that does the same."""
     loop = asyncio.get_running_loop()
     mine = _all.setdefault(db, {})
     full_key = (loop, (key, acting_name()))

@@ -14,10 +14,10 @@ app = typer.Typer(
     name="jobnik",
     help=(
         "Operate a Jobnik manager: list and show jobs, approve stages, pause, resume, "
-        "abort, reprioritise, follow events, wait. --url (JOBNIK_URL) and --token "
-        "(JOBNIK_TOKEN) go before the command or after it. Exit codes: 0 ok, 1 the waited-for "
-        "job FAILED or ABORTED, 2 usage, 3 not found, 4 refused by the manager, "
-        "5 manager unreachable, 6 wait timed out."
+        "abort, retry, delete, reprioritise, cancel tasks, follow events, wait. --url "
+        "(JOBNIK_URL) and --token (JOBNIK_TOKEN) go before the command or after it. Exit "
+        "codes: 0 ok, 1 the waited-for job FAILED or ABORTED, 2 usage, 3 not found, 4 "
+        "refused by the manager, 5 manager unreachable, 6 wait timed out."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -55,6 +55,8 @@ app.command("pause")(steer.pause)
 app.command("resume")(steer.resume)
 app.command("abort")(steer.abort)
 app.command("priority")(steer.priority)
+app.command("retry")(steer.retry)
+app.command("delete")(steer.delete)
 app.command("events")(events.events)
 app.command("create")(create.create)
 app.command("wait")(wait.wait)

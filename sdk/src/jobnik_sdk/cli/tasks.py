@@ -10,10 +10,10 @@ from rich.table import Table
 
 from .._client import JobnikClient
 from .._models import Task, TaskStatus
-from . import output
+from . import output, steer
 from ._run import Json, Manager, Token, Url, run
 
-app = typer.Typer(help="List a stage's tasks.", no_args_is_help=True)
+app = typer.Typer(help="List a stage's tasks; cancel one.", no_args_is_help=True)
 
 
 @app.command("list")
@@ -57,3 +57,6 @@ def list_tasks(
     output.stdout().print(table)
     if not tasks:
         output.stderr().print("no tasks")
+
+
+app.command("cancel")(steer.cancel)
