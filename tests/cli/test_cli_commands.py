@@ -462,3 +462,19 @@ def test_steering_twice_then_cancel_retry_and_delete(base_url: str) -> None:
     deleted = jobnik(base_url, "delete", job_id, "--yes")
     assert deleted.exit_code == 0 and f"job {job_id} deleted" in deleted.stdout
     assert httpx.get(f"{base_url}/v1/jobs/{job_id}", headers=admin()).status_code == 404
+
+
+def test_stage_types_shows_the_queues(base_url: str) -> None:
+    job = new_job(base_url, 3)
+    kind = job["stages"][0]["type"]
+    claimed = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
+    assert claimed.status_code == 200, claimed.text
+    shown = jobnik(base_url, "stage-types")
+    assert shown.exit_code == 0, shown.stderr
+    [row] = [line for line in shown.stdout.splitlines() if kind in line]
+    cells = [cell.strip() for cell in row.split("│")]
+    assert cells[:5] == [kind, "2", "1", "0", "0"], row  # waiting, in flight, expiring, failed
+    assert cells[5].endswith(" s"), row  # how long the oldest has waited
+    as_data = json.loads(jobnik(base_url, "stage-types", "--json").stdout)
+    [mine] = [load for load in as_data if load["type"] == kind]
+    assert (mine["waiting"], mine["inFlight"]) == (2, 1)

@@ -329,6 +329,15 @@ class ProducerCalls:
         query = {"newest_first": True} if newest_first else None
         return await self._page(Page[Event], f"/v1/jobs/{job_id}/events", page, page_size, query)
 
+    async def list_stage_types(self) -> list[dict[str, Any]]:
+        """The stage types with work in a stage that may run, by name, as the manager
+        answers them (`GET /v1/stage-types`, an extension): `type`, `waiting` (ready to
+        claim), `inFlight`, `expiring` (leases about to run out), `failed` and
+        `oldestWaitingSeconds`."""
+        response = await self._http.request("GET", "/v1/stage-types")
+        items: list[dict[str, Any]] = response.json()["items"]
+        return items
+
     async def _page(
         self,
         kind: type[P],

@@ -7,14 +7,15 @@ from typing import Annotated
 import typer
 
 from .._version import __version__
-from . import create, events, jobs, steer, tasks, wait
+from . import create, events, jobs, stage_types, steer, tasks, wait
 from ._run import TOKEN_HELP, URL_HELP, given_before_the_command
 
 app = typer.Typer(
     name="jobnik",
     help=(
         "Operate a Jobnik manager: list and show jobs, approve stages, pause, resume, "
-        "abort, retry, delete, reprioritise, cancel tasks, follow events, wait. --url "
+        "abort, retry, delete, reprioritise, cancel tasks, follow events, wait, see the "
+        "queues by stage type. --url "
         "(JOBNIK_URL) and --token (JOBNIK_TOKEN) go before the command or after it. Exit "
         "codes: 0 ok, 1 the waited-for job FAILED or ABORTED, 2 usage, 3 not found, 4 "
         "refused by the manager, 5 manager unreachable, 6 wait timed out."
@@ -60,6 +61,7 @@ app.command("delete")(steer.delete)
 app.command("events")(events.events)
 app.command("create")(create.create)
 app.command("wait")(wait.wait)
+app.command("stage-types")(stage_types.stage_types)
 
 
 def main() -> None:

@@ -66,6 +66,12 @@ def print_json(value: BaseModel | Sequence[BaseModel], *, indent: int | None = 2
     sys.stdout.flush()
 
 
+def print_raw_json(value: Any) -> None:
+    """JSON as the manager answered it."""
+    sys.stdout.write(json.dumps(value, indent=2) + "\n")
+    sys.stdout.flush()
+
+
 def status(value: str | None) -> str:
     if value is None:
         return "-"
