@@ -208,10 +208,11 @@ class Report:
         soak = self.soak
         out: list[str] = []
         out.append("Jobs by final status (expected in brackets)")
-        out.append(f"  {'scenario':<12} {'expected':<10} {'got':<40}")
+        w = max([len("scenario"), *(len(name) for name in self.by_scenario)])
+        out.append(f"  {'scenario':<{w}} {'expected':<10} {'got':<40}")
         for name, statuses in sorted(self.by_scenario.items()):
             got = ", ".join(f"{s} {n}" for s, n in sorted(statuses.items()))
-            out.append(f"  {name:<12} {self.expected[name]:<10} {got}")
+            out.append(f"  {name:<{w}} {self.expected[name]:<10} {got}")
         deleted = sum(1 for j in soak.jobs if j.deleted)
         out.append(f"  jobs: {len(soak.jobs)}; deleted by retention after ending: {deleted}")
         out.append("")
