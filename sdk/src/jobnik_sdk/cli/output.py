@@ -61,14 +61,13 @@ def as_json(value: BaseModel | Sequence[BaseModel]) -> Any:
     return [as_json(item) for item in value]
 
 
-def print_json(value: BaseModel | Sequence[BaseModel], *, indent: int | None = 2) -> None:
-    sys.stdout.write(json.dumps(as_json(value), indent=indent) + "\n")
-    sys.stdout.flush()
-
-
-def print_raw_json(value: Any) -> None:
-    """JSON as the manager answered it."""
-    sys.stdout.write(json.dumps(value, indent=2) + "\n")
+def print_json(value: Any, *, indent: int | None = 2) -> None:
+    """`value` as JSON on stdout: entities as the API writes them (`as_json`), anything
+    else (an answer passed on as the manager gave it) as it is."""
+    is_model = isinstance(value, BaseModel) or (
+        isinstance(value, list) and all(isinstance(item, BaseModel) for item in value)
+    )
+    sys.stdout.write(json.dumps(as_json(value) if is_model else value, indent=indent) + "\n")
     sys.stdout.flush()
 
 

@@ -21,7 +21,7 @@ def stage_types(url: Url = None, token: Token = None, json: Json = False) -> Non
 
     loads = run(Manager.chosen(url, token), work)
     if json:
-        output.print_raw_json(loads)
+        output.print_json(loads)
         return
     table = Table(show_edge=False)
     table.add_column("stage type", min_width=10, overflow="fold")
