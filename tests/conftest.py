@@ -68,12 +68,23 @@ gc.set_threshold(50_000, 20, 100)
 SLOW_MODULES = {"test_openapi_fuzz.py"}
 
 
+def _leaves_out_slow(markexpr: str) -> bool:
+    return re.search(r"\bnot\s+slow\b", markexpr) is not None
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    if collection_path.name in SLOW_MODULES and re.search(
-        r"\bnot\s+slow\b", config.option.markexpr
-    ):
+    if collection_path.name in SLOW_MODULES and _leaves_out_slow(config.option.markexpr):
         return True
     return None
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    # The fuzzer's plugin (schemathesis, with hypothesis: a second of each process's
+    # start), which pyproject.toml keeps from loading by itself, for runs that may
+    # select the fuzzer. Called as this file is loaded, before the options are parsed.
+    config = pluginmanager.get_plugin("pytestconfig")
+    if not _leaves_out_slow(config.known_args_namespace.markexpr):
+        pluginmanager.import_plugin("schemathesis.pytest.plugin")
 
 
 @pytest.fixture(scope="session")

@@ -116,7 +116,9 @@ def run_tests(project: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-# The project's own suite, each test on a manager in-process: room for a busy machine.
+# The project's own suite, run as a pytest process of its own (each of its tests on a
+# manager in-process): room for a busy machine.
+@pytest.mark.e2e
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("stage_type", ["publish", "Geo.Export_v2"])
 def test_the_projects_own_tests_pass(tmp_path: Path, wheel: Path, stage_type: str) -> None:

@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Each example runs as a Python process of its own.
+pytestmark = pytest.mark.e2e
+
 README = Path(__file__).resolve().parents[2] / "sdk" / "README.md"
 
 

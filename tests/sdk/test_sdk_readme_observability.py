@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .test_sdk_readme_examples import _blocks, _runs_and_prints_what_it_says
+
+# Each example runs as a Python process of its own.
+pytestmark = pytest.mark.e2e
 
 
 def test_the_observability_example(tmp_path: Path) -> None:
