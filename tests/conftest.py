@@ -143,7 +143,16 @@ def database_url(request: pytest.FixtureRequest) -> str:
     return url
 
 
-TABLES = ("events", "tasks", "stages", "jobs", "idempotency_keys", "outbox", "api_tokens")
+TABLES = (
+    "events",
+    "tasks",
+    "stages",
+    "jobs",
+    "idempotency_keys",
+    "outbox",
+    "api_tokens",
+    "workers",
+)
 
 
 @asynccontextmanager

@@ -86,7 +86,11 @@ def dashboard(
 ) -> Iterator[Deployment]:
     """The production profile (two replicas behind one URL, PostgreSQL, auth on) whose
     pages the tests open, signed in as its operator (`signed_in`)."""
-    with production(request, tmp_path_factory.mktemp("dashboard")) as d:
+    # Workers drop out of the workers view within seconds of their last claim, not a
+    # minute: long enough for one that claims every 5 s (its safety poll, and each
+    # replica records a worker at most every 5 s).
+    window = {"JOBNIK_WORKERS_WINDOW": "15"}
+    with production(request, tmp_path_factory.mktemp("dashboard"), manager_env=window) as d:
         yield d
 
 

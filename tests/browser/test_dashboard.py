@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from ..support.api import unique
 from ..support.deployment import Deployment
-from ..support.processes import ROOT
+from ..support.processes import ROOT, stop
 
 pytestmark = pytest.mark.e2e
 
@@ -258,6 +258,37 @@ def test_the_stage_types_page_shows_the_queues(signed_in, dashboard: Deployment)
     row = page.locator('tr[data-stage-type="T8"]')
     expect(row.locator(".waiting")).to_have_text("2", timeout=WAIT)
     expect(row.locator(".in-flight")).to_have_text("1")
+    assert page.offsite.urls == []
+
+
+def test_the_workers_page_lists_live_workers_and_drops_one_that_stopped(  # type: ignore[no-untyped-def]
+    signed_in, dashboard: Deployment
+) -> None:
+    page = signed_in
+    tiles, exports = (
+        dashboard.start_worker("W1", name="tiler-1"),
+        dashboard.start_worker("W2", name="exporter-1"),
+    )
+    try:
+        page.goto(f"{dashboard.url}/ui")
+        page.get_by_role("link", name="Workers").click()
+        expect(page.get_by_role("heading", name="Workers")).to_be_visible(timeout=WAIT)
+        tiler, exporter = (
+            page.locator(f'tr[data-worker="{n}"]') for n in ("tiler-1", "exporter-1")
+        )
+        expect(tiler).to_be_visible(timeout=20_000)  # the worker process starts first
+        expect(exporter).to_be_visible(timeout=20_000)
+        expect(tiler.locator("td").first).to_have_text("W1")
+        expect(tiler.locator("td").last).to_have_text("worker-W1")  # its token's name
+        expect(exporter.locator(".in-flight")).to_have_text("0")
+        page.screenshot(path=str(SHOTS / "workers.png"), full_page=True)
+        stop(exports)
+        # Gone once its last claim is older than the window (15 s here), at a refresh.
+        expect(exporter).to_have_count(0, timeout=30_000)
+        expect(tiler).to_be_visible()
+    finally:
+        stop(tiles)
+        stop(exports)
     assert page.offsite.urls == []
 
 

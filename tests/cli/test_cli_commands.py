@@ -478,3 +478,25 @@ def test_stage_types_shows_the_queues(base_url: str) -> None:
     as_data = json.loads(jobnik(base_url, "stage-types", "--json").stdout)
     [mine] = [load for load in as_data if load["type"] == kind]
     assert (mine["waiting"], mine["inFlight"]) == (2, 1)
+
+
+def test_workers_lists_who_claims_at_80_columns(base_url: str) -> None:
+    job = new_job(base_url, 2)
+    kind = job["stages"][0]["type"]
+    name = f"{kind}-renderer"
+    claimed = httpx.patch(
+        f"{base_url}/v1/stages/{kind}/tasks/dequeue", params={"worker": name}, headers=admin()
+    )
+    assert claimed.status_code == 200, claimed.text
+    shown = jobnik(base_url, "workers", COLUMNS="80")
+    assert shown.exit_code == 0, shown.stderr
+    assert all(len(line) <= 80 for line in shown.stdout.splitlines())
+    # One row, its cells folded over lines: each column's pieces, joined, are whole.
+    body = shown.stdout.split("╇")[-1].splitlines()[1:]
+    pieces = [[cell.strip() for cell in line.split("│")] for line in body if "│" in line]
+    columns = ["".join(column) for column in zip(*pieces, strict=True)]
+    assert columns[0] == name and columns[1] == kind, shown.stdout
+    assert (columns[2], columns[5]) == ("1", "admin"), shown.stdout
+    as_data = json.loads(jobnik(base_url, "workers", "--json").stdout)
+    [mine] = [w for w in as_data if w["name"] == name]
+    assert (mine["stageTypes"], mine["inFlight"]) == ([kind], 1)

@@ -20,7 +20,7 @@ from .api.errors import install_error_handlers, route_methods
 from .api.fast_lane import install_fast_lane
 from .api.guard import InputGuard
 from .api.openapi import install_openapi
-from .api.routes import health, jobs, stage_types, stages, tasks, tokens, ui
+from .api.routes import health, jobs, stage_types, stages, tasks, tokens, ui, workers
 from .db.engine import Database, TransactionHook
 from .dispatch.outbox import Outbox
 from .dispatch.relay import Relay
@@ -29,6 +29,7 @@ from .maintenance.loop import run_maintenance
 from .observe.http import RequestMetrics, RouteTemplates
 from .observe.metrics import MetricsHook
 from .observe.tracing import provider_from_env, span_details, trace_database
+from .services.workers import Sightings
 from .settings import Settings
 
 
@@ -87,12 +88,12 @@ def create_app(
     install_error_handlers(app)
     install_openapi(app)
     # What a 405's Allow and the documented-method check read (api/errors.py).
-    routers = [m.router for m in (health, jobs, stages, stage_types, tasks, tokens)]
+    routers = [m.router for m in (health, jobs, stages, stage_types, tasks, tokens, workers)]
     app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
     app.include_router(ui.router)  # the dashboard at /ui
     app.mount(ui.ASSETS_PATH, ui.assets(), name="ui-assets")
-    for module in (jobs, stages, stage_types, tasks, tokens):
+    for module in (jobs, stages, stage_types, tasks, tokens, workers):
         app.include_router(
             module.router,
             dependencies=[Depends(documented_method), Depends(known_query_only)],
@@ -138,3 +139,4 @@ def use_database(app: FastAPI, database: Database) -> None:
     if app.state.settings.metrics:
         hooks.append(MetricsHook())
     app.state.database = database.with_hooks(*hooks)
+    app.state.sightings = Sightings()  # what it recorded of workers, for that database

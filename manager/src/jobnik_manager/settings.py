@@ -109,6 +109,12 @@ class Settings(BaseSettings):
     maintenance_interval: Duration = Field(
         default=timedelta(seconds=1), description="Seconds between maintenance ticks"
     )
+    workers_window: Duration = Field(
+        default=timedelta(seconds=60),
+        gt=timedelta(0),
+        description="Seconds a worker stays in the workers view (/v1/workers) after its "
+        "last claim; an idle worker claims every 10 s (30 s with RabbitMQ)",
+    )
 
     amqp_url: str | None = Field(
         default=None,

@@ -338,6 +338,16 @@ class ProducerCalls:
         items: list[dict[str, Any]] = response.json()["items"]
         return items
 
+    async def list_workers(self) -> list[dict[str, Any]]:
+        """The named workers claiming now, by name, as the manager answers them (`GET
+        /v1/workers`, an extension): `name`, `stageTypes`, `principal` (its token),
+        `firstSeen`, `lastSeen` and `inFlight` (tasks it holds). A worker is listed
+        while it claimed within the manager's window (a minute by default) or holds a
+        task."""
+        response = await self._http.request("GET", "/v1/workers")
+        items: list[dict[str, Any]] = response.json()["items"]
+        return items
+
     async def _page(
         self,
         kind: type[P],

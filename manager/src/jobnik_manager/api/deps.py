@@ -15,6 +15,7 @@ from ..db.models import Stage
 from ..dispatch.wakeups import ReadyWaiters
 from ..domain.summary import Summary
 from ..services.pages import CreatedBetween, PageRequest
+from ..services.workers import Sightings
 from ..settings import Settings
 from .errors import documented_methods
 from .schemas import QueryTime
@@ -29,6 +30,11 @@ async def get_database(request: Request) -> Database:
 async def get_waiters(request: Request) -> ReadyWaiters:
     waiters: ReadyWaiters = request.app.state.waiters
     return waiters
+
+
+async def get_sightings(request: Request) -> Sightings:
+    sightings: Sightings = request.app.state.sightings
+    return sightings
 
 
 async def known_query_only(request: Request) -> None:
@@ -108,3 +114,5 @@ PageDep = Annotated[PageRequest, Depends(get_page)]
 # A list's creation period, `from_date` to `end_date`.
 CreatedDep = Annotated[CreatedBetween, Depends(get_created)]
 WaitersDep = Annotated[ReadyWaiters, Depends(get_waiters)]
+# None where a route function is called directly (the fast lane's calls name no worker).
+SightingsDep = Annotated[Sightings | None, Depends(get_sightings)]

@@ -28,7 +28,6 @@ from starlette.routing import Match, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from ..db.engine import Database
-from ..dispatch.wakeups import ReadyWaiters
 from ..settings import Settings
 from .body_scan import Refusal, Unreadable
 from .deps import InlineTasks
@@ -154,9 +153,9 @@ async def _claim(scope: Scope, receive: Receive) -> Awaitable[Response] | None:
     payload = await _payload(scope, ClaimRequest)
     if payload is None:
         return None
-    waiters: ReadyWaiters = scope["app"].state.waiters
+    state = scope["app"].state
     # A long poll asks the request whether its client is still there.
-    return claim_batch(Request(scope, receive), _db(scope), waiters, payload)
+    return claim_batch(Request(scope, receive), _db(scope), state.waiters, payload, state.sightings)
 
 
 async def _reports(scope: Scope, receive: Receive) -> Awaitable[Response] | None:

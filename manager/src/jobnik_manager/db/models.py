@@ -262,6 +262,20 @@ class OutboxMessage(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
+class WorkerSighting(Base):
+    """A named worker as its claims last showed it (migration 0008): what it claims,
+    with whose token, when it was first and last seen. Written at most every few
+    seconds per worker (services.workers), so the claim path barely pays for it."""
+
+    __tablename__ = "workers"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    stage_types: Mapped[list[str]] = mapped_column(JsonColumn)
+    principal: Mapped[str | None] = mapped_column(String(100), default=None)
+    first_seen: Mapped[datetime] = mapped_column(UtcDateTime)
+    last_seen: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+
+
 # The tables, typed as such, for Core statements on the hot paths.
 JOBS = cast(Table, Job.__table__)
 IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)

@@ -7,6 +7,7 @@ import logging
 from datetime import timedelta
 
 from ..db.engine import Database
+from ..services.workers import forget_gone
 from .cleanup import forget_old_keys
 from .reaper import open_due_retries, reap_expired
 from .retention import delete_finished_before
@@ -47,6 +48,7 @@ async def run_maintenance(
             await run_tick(db)
             if tick % CLEANUP_EVERY == 0:
                 await db.transaction(forget_old_keys)
+                await db.transaction(forget_gone)
                 if retention is not None:
                     deleted = await delete_finished_before(db, db.clock.now() - retention)
                     if deleted.jobs:

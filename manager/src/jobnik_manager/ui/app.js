@@ -1,6 +1,6 @@
 // Jobnik dashboard: plain JavaScript over the manager's REST API, no build step.
-// Routes (in the URL's hash): #/jobs?status=&priority=&name=&page=, #/jobs/<id> and
-// #/stage-types
+// Routes (in the URL's hash): #/jobs?status=&priority=&name=&page=, #/jobs/<id>,
+// #/stage-types and #/workers
 "use strict";
 
 const STATUSES = ["PENDING", "IN_PROGRESS", "PAUSED", "COMPLETED", "FAILED", "ABORTED"];
@@ -531,6 +531,38 @@ function stageTypesPage() {
   return { refresh };
 }
 
+// ---- workers -------------------------------------------------------------------------
+
+function workersPage() {
+  const box = h("section", { "aria-labelledby": "workers-heading" });
+  const note = h("p", { class: "muted" }, "Named workers seen claiming lately, or holding a task: what they claim, the tasks they hold, when each was last seen.");
+  view.replaceChildren(h("h1", { id: "workers-heading" }, "Workers"), note, box);
+  document.title = "Workers · Jobnik";
+
+  async function refresh() {
+    let data;
+    try {
+      data = await api("GET", "/v1/workers");
+    } catch (err) {
+      keepFocus(() => box.replaceChildren(errorBox(err)));
+      return;
+    }
+    const now = Date.now();
+    const rows = data.items.map((w) => h("tr", { "data-worker": w.name },
+      h("th", { scope: "row", class: "mono" }, w.name),
+      h("td", {}, w.stageTypes.join(", ")),
+      h("td", { class: "num in-flight" }, w.inFlight),
+      h("td", { class: "last-seen" }, `${age(Math.max(0, (now - Date.parse(w.lastSeen)) / 1000))} ago`),
+      h("td", {}, w.firstSeen ? when(w.firstSeen) : "—"),
+      h("td", { class: "mono" }, w.principal || "—")));
+    keepFocus(() => box.replaceChildren(data.items.length
+      ? listTable(["Worker", "Stage types", "In flight", "Last seen", "First seen", "Token"], rows, "Workers")
+      : h("p", {}, `No worker has claimed in the last ${age(data.windowSeconds)}.`)));
+    say(`${data.total} workers`);
+  }
+  return { refresh };
+}
+
 // ---- routing -------------------------------------------------------------------------
 
 async function route() {
@@ -538,7 +570,8 @@ async function route() {
   const [path, search] = hash.slice(1).split("?");
   const params = new URLSearchParams(search || "");
   const match = path.match(/^\/jobs\/([0-9a-fA-F-]{36})$/);
-  const page = match ? jobPage(match[1]) : path === "/stage-types" ? stageTypesPage() : jobsPage(params);
+  const pages = { "/stage-types": stageTypesPage, "/workers": workersPage };
+  const page = match ? jobPage(match[1]) : pages[path] ? pages[path]() : jobsPage(params);
   current = page;
   await page.refresh();
   if (current === page) schedule();

@@ -17,7 +17,7 @@ from ...services import stages as stage_service
 from ...services.loading import load_stage
 from ..auth import listing_owner
 from ..create_bodies import CreateRoute, created_task_bodies, new_tasks
-from ..deps import DatabaseDep, InlineTasksDep, PageDep
+from ..deps import DatabaseDep, InlineTasksDep, PageDep, SightingsDep
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..presenters import stage_response, summary_out, task_out, task_response
 from ..schemas import (
@@ -142,8 +142,11 @@ async def dequeue(
         float | None, Query(ge=1, le=MAX_LEASE_SECONDS, allow_inf_nan=False)
     ] = None,
     worker: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
+    sightings: SightingsDep = None,
 ) -> Response:
     lease = timedelta(seconds=lease_seconds) if lease_seconds else None
+    if sightings is not None:
+        await sightings.seen(db, worker, [stageType])
 
     task = await batching.dequeue(db, stageType, lease, worker)
     if task is None:

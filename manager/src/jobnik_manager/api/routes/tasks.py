@@ -22,7 +22,7 @@ from ...services.claims import Claimed, claim
 from ...services.leases import Beat, heartbeat, heartbeats
 from ...services.reports import Report, settle
 from ..auth import listing_owner
-from ..deps import CreatedDep, DatabaseDep, PageDep, WaitersDep
+from ..deps import CreatedDep, DatabaseDep, PageDep, SightingsDep, WaitersDep
 from ..edge import EdgeRoute
 from ..idempotency import IdempotencyKeyHeader, create_once
 from ..presenters import (
@@ -75,7 +75,11 @@ def _report_of(payload: TaskStatusReport) -> Report:
 
 @router.post("/claim", response_model=ClaimOut, response_model_exclude_none=True, responses=ERRORS)
 async def claim_batch(
-    request: Request, db: DatabaseDep, waiters: WaitersDep, payload: ClaimRequest
+    request: Request,
+    db: DatabaseDep,
+    waiters: WaitersDep,
+    payload: ClaimRequest,
+    sightings: SightingsDep = None,
 ) -> Response:
     """Claim up to `limit` tasks of any of `stageTypes`; `items` is empty when none is ready.
 
@@ -84,6 +88,8 @@ async def claim_batch(
     `withContext`, the answer also holds the claimed tasks' stages and jobs.
     """
     lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
+    if sightings is not None:  # before a long poll waits: an idle worker is alive too
+        await sightings.seen(db, payload.worker, payload.stage_types)
 
     def work() -> Awaitable[Claimed]:
         return claim(

@@ -1,0 +1,36 @@
+"""0008 (after 0007), 2026-11-26: the workers the manager has seen claiming.
+
+One row per worker name: the stage types its claims asked for, the token it used, when
+it was first and last seen. The workers view reads it with the tasks in flight; rows of
+workers unseen for a day are deleted by the maintenance loop.
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+from jobnik_manager.db.types import JsonColumn, UtcDateTime
+
+revision: str = "0008"
+down_revision: str | None = "0007"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "workers",
+        sa.Column("name", sa.String(100), nullable=False),
+        sa.Column("stage_types", JsonColumn, nullable=False),
+        sa.Column("principal", sa.String(100), nullable=True),
+        sa.Column("first_seen", UtcDateTime, nullable=False),
+        sa.Column("last_seen", UtcDateTime, nullable=False),
+        sa.PrimaryKeyConstraint("name", name="pk_workers"),
+    )
+    op.create_index("ix_workers_last_seen", "workers", ["last_seen"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_workers_last_seen", table_name="workers")
+    op.drop_table("workers")

@@ -1,0 +1,148 @@
+"""The workers view: who is claiming which stage types, when each was last seen and how
+many tasks it holds, from what the manager knows already.
+
+A named worker's claims are recorded (`Sightings.seen`), at most once every
+`RECORD_EVERY` per worker and replica, so a claim loop costs one small upsert every few
+seconds rather than one per claim. Its tasks in flight come from the tasks themselves:
+each IN_PROGRESS task names its worker, and its lease says when it last heard from it
+(a heartbeat renews the lease for `lease_seconds`). A worker is listed while it was seen
+within the window, or holds a task whose lease has not run out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from ..db.engine import Database, now_in, principal_in
+from ..db.models import Task, WorkerSighting
+from ..domain.statuses import TaskStatus
+
+RECORD_EVERY = timedelta(seconds=5)  # per worker and replica
+FORGET_AFTER = timedelta(days=1)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerView:
+    name: str
+    stage_types: list[str]
+    principal: str | None
+    first_seen: datetime | None
+    last_seen: datetime
+    in_flight: int
+
+
+class Sightings:
+    """When this process last recorded each worker (on the database's clock), so that
+    it records each at most every `RECORD_EVERY` (or at once when its stage types
+    change)."""
+
+    def __init__(self) -> None:
+        self._recorded: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+
+    async def seen(self, db: Database, worker: str | None, stage_types: Sequence[str]) -> None:
+        if not worker:
+            return  # an unnamed claimer (a v1 dequeue) has nothing to be listed by
+        types = tuple(sorted(set(stage_types)))
+        now = db.clock.now()
+        last = self._recorded.get(worker)
+        if last is not None and last[1] == types and now - last[0] < RECORD_EVERY:
+            return
+        self._recorded[worker] = (now, types)
+        dialect = sqlite if db.is_sqlite else postgresql
+        await db.transaction(lambda s: _record(s, dialect, worker, list(types)))
+
+
+async def _record(s: AsyncSession, dialect: Any, worker: str, stage_types: list[str]) -> None:
+    now = now_in(s)
+    values = {
+        "name": worker,
+        "stage_types": stage_types,
+        "principal": principal_in(s),
+        "first_seen": now,
+        "last_seen": now,
+    }
+    insert = dialect.insert(WorkerSighting).values(**values)
+    await s.execute(
+        insert.on_conflict_do_update(
+            index_elements=[WorkerSighting.name],
+            set_={
+                "stage_types": insert.excluded.stage_types,
+                "principal": insert.excluded.principal,
+                "last_seen": insert.excluded.last_seen,
+            },
+        )
+    )
+
+
+async def live_workers(db: Database, window: timedelta) -> list[WorkerView]:
+    """The workers seen within `window` or holding a live lease, by name."""
+    return await db.transaction(lambda s: _live(s, window))
+
+
+@dataclass
+class _Seen:
+    stage_types: set[str] = field(default_factory=set)
+    principal: str | None = None
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+    in_flight: int = 0
+
+    def saw(self, when: datetime) -> None:
+        self.last_seen = when if self.last_seen is None else max(self.last_seen, when)
+
+
+async def _live(s: AsyncSession, window: timedelta) -> list[WorkerView]:
+    now = now_in(s)
+    seen: dict[str, _Seen] = {}
+    # Through the lease-expiry index: only tasks in flight, whose leases still run.
+    held = await s.execute(
+        select(Task.worker, Task.stage_type, Task.lease_expires_at, Task.lease_seconds).where(
+            Task.status == TaskStatus.IN_PROGRESS,
+            Task.lease_expires_at > now,
+            Task.worker.is_not(None),
+        )
+    )
+    for worker, stage_type, expires, lease_seconds in held:
+        if worker is None or expires is None:
+            continue  # (the statement excludes them; the types do not say so)
+        one = seen.setdefault(worker, _Seen())
+        one.stage_types.add(stage_type)
+        one.in_flight += 1
+        one.saw(min(expires - timedelta(seconds=lease_seconds or 0), now))
+    # Those seen claiming lately, and what is known of those that hold tasks.
+    sightings = await s.execute(
+        select(WorkerSighting).where(
+            or_(WorkerSighting.last_seen >= now - window, WorkerSighting.name.in_(list(seen)))
+        )
+    )
+    for row in sightings.scalars():
+        one = seen.setdefault(row.name, _Seen())
+        one.stage_types.update(row.stage_types)
+        one.principal, one.first_seen = row.principal, row.first_seen
+        one.saw(row.last_seen)
+    return [
+        WorkerView(
+            name=name,
+            stage_types=sorted(one.stage_types),
+            principal=one.principal,
+            first_seen=one.first_seen,
+            last_seen=one.last_seen or now,
+            in_flight=one.in_flight,
+        )
+        for name, one in sorted(seen.items())
+    ]
+
+
+async def forget_gone(s: AsyncSession) -> int:
+    """Delete the sightings of workers unseen for `FORGET_AFTER`."""
+    result = await s.execute(
+        delete(WorkerSighting).where(WorkerSighting.last_seen < now_in(s) - FORGET_AFTER)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
