@@ -6,6 +6,7 @@ the jobs list and of a job page go to build/screenshots/."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -258,6 +259,34 @@ def test_the_stage_types_page_shows_the_queues(signed_in, dashboard: Deployment)
     row = page.locator('tr[data-stage-type="T8"]')
     expect(row.locator(".waiting")).to_have_text("2", timeout=WAIT)
     expect(row.locator(".in-flight")).to_have_text("1")
+    assert page.offsite.urls == []
+
+
+def test_times_in_utc_or_the_local_zone_with_who_did_what_and_how_long_it_took(  # type: ignore[no-untyped-def]
+    signed_in, dashboard: Deployment
+) -> None:
+    page = signed_in
+    with producer(dashboard) as http:
+        job = create_job(http, [{"type": "T10", "data": {}, "tasks": [{"data": {}}]}])
+    run_tasks(dashboard, "T10", 1)
+    page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
+    expect(page.locator("#job-status")).to_have_text("COMPLETED", timeout=WAIT)
+    history = page.locator('section[aria-labelledby="events-heading"] tbody tr')
+    created = history.filter(has_text="JOB").last  # newest first: the creation is last
+    expect(created.locator("td.by")).to_have_text("producer")  # the token that made it
+    completed = history.filter(has_text="IN_PROGRESS → ").filter(has_text="TASK").first
+    expect(completed.locator("td.by")).to_have_text("worker-T10")
+    created_at = created.locator("time").first
+    expect(created_at).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$"))
+    page.get_by_role("button", name="Tasks of stage 1").click()
+    expect(page.locator("td.took").first).to_have_text(re.compile(r"^\d+\.\d s$"))
+
+    page.get_by_label("Times").select_option("local")
+    expect(created_at).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$"))
+    # The choice stays with this browser.
+    page.reload()
+    expect(page.get_by_label("Times")).to_have_value("local", timeout=WAIT)
+    assert page.evaluate("localStorage.getItem('jobnik.zone')") == "local"
     assert page.offsite.urls == []
 
 

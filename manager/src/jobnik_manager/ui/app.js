@@ -16,6 +16,12 @@ const view = document.getElementById("view");
 const live = document.getElementById("live");
 const autoRefresh = document.getElementById("auto-refresh");
 const tokenButton = document.getElementById("token-button");
+// Times show in UTC (as the CLI and the logs print them) or in the browser's own zone:
+// the choice is kept in this browser once made.
+const zoneSelect = document.getElementById("zone");
+const LOCAL_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "local";
+zoneSelect.options[1].textContent = `Local (${LOCAL_ZONE})`;
+zoneSelect.value = localStorage.getItem("jobnik.zone") === "local" ? "local" : "utc";
 
 // ---- small DOM helpers -----------------------------------------------------------
 
@@ -35,14 +41,30 @@ function h(tag, attrs, ...children) {
   return el;
 }
 
+// How long a task's attempt took (or has run so far), from its start and end times.
+function took(task) {
+  if (!task.startTime) return "—";
+  const end = task.endTime ? Date.parse(task.endTime) : Date.now();
+  const seconds = Math.max(0, (end - Date.parse(task.startTime)) / 1000);
+  const text = seconds < 10 ? `${seconds.toFixed(1)} s` : age(seconds);
+  return task.endTime ? text : `${text} so far`;
+}
+
 function statusBadge(status) {
   return h("span", { class: `status status-${status}` }, status);
 }
 
 function when(iso) {
   if (!iso) return "—";
-  const date = new Date(iso);
-  return h("time", { datetime: iso }, date.toLocaleString());
+  return h("time", { datetime: iso }, clockTime(new Date(iso)));
+}
+
+// YYYY-MM-DD HH:MM:SS in the zone chosen, 24-hour, as the CLI prints UTC.
+function clockTime(date) {
+  if (zoneSelect.value === "utc") return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+  const two = (n) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())} ` +
+    `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}`;
 }
 
 // How far a job or a stage is: the finer `progress` (running tasks' reports counted),
@@ -200,6 +222,11 @@ function schedule() {
   }, REFRESH_MS);
 }
 autoRefresh.addEventListener("change", () => say(autoRefresh.checked ? "Live refresh on" : "Live refresh off"));
+zoneSelect.addEventListener("change", () => {
+  localStorage.setItem("jobnik.zone", zoneSelect.value);
+  if (current) current.refresh();  // the same page, its times in the new zone
+  say(zoneSelect.value === "utc" ? "Times in UTC" : `Times in ${LOCAL_ZONE}`);
+});
 
 // ---- the jobs list -----------------------------------------------------------------
 
@@ -438,10 +465,10 @@ function jobPage(jobId) {
       h("td", {}, t.reason || "—"),
       h("td", { class: "result mono" }, t.result === undefined || t.result === null ? "—" : JSON.stringify(t.result)),
       h("td", { class: "hide-narrow" }, when(t.startTime)),
-      h("td", { class: "hide-narrow" }, when(t.endTime))));
+      h("td", { class: "num took" }, took(t))));
     tasksBox.replaceChildren(
       h("h2", { id: "tasks-heading" }, `Tasks of stage ${stage.order} (${data.total})`),
-      listTable(["Task", { narrow: "Input" }, "Status", "Progress", "Attempts", "Worker", "Reason", "Result", { narrow: "Started" }, { narrow: "Ended" }], rows),
+      listTable(["Task", { narrow: "Input" }, "Status", "Progress", "Attempts", "Worker", "Reason", "Result", { narrow: "Started" }, "Took"], rows),
       pager(state.tasksPage, pages, (p) => { state.tasksPage = p; refresh(); }, "tasks"));
   }
 
@@ -458,12 +485,15 @@ function jobPage(jobId) {
       h("td", {}, when(e.time)),
       h("td", {}, e.entity),
       h("td", { class: "mono" }, h("span", { title: e.entityId }, String(e.entityId).slice(0, 8))),
-      h("td", {}, e.fromStatus ? statusBadge(e.fromStatus) : "—", " → ", statusBadge(e.toStatus)),
+      e.name
+        ? h("td", { class: "entry" }, `${e.level}: ${e.name}`, e.message ? h("span", { class: "muted" }, ` ${e.message}`) : null)
+        : h("td", {}, e.fromStatus ? statusBadge(e.fromStatus) : "—", " → ", statusBadge(e.toStatus)),
       h("td", { class: "hide-narrow" }, e.worker || "—"),
-      h("td", { class: "hide-narrow" }, e.reason || "—")));
+      h("td", { class: "hide-narrow" }, e.reason || "—"),
+      h("td", { class: "by mono" }, e.principal || "—")));
     eventsBox.replaceChildren(
       h("h2", { id: "events-heading" }, `History (${data.total} events)`),
-      listTable(["Time", "Of", "Id", "Change", { narrow: "Worker" }, { narrow: "Reason" }], rows),
+      listTable(["Time", "Of", "Id", "Change", { narrow: "Worker" }, { narrow: "Reason" }, "By"], rows),
       pager(state.eventsPage, pages, (p) => { state.eventsPage = p; refresh(); }, "events"));
   }
 
