@@ -290,6 +290,53 @@ def test_times_in_utc_or_the_local_zone_with_who_did_what_and_how_long_it_took( 
     assert page.offsite.urls == []
 
 
+def test_a_jobs_timeline_shows_its_stages_and_each_task_run_with_the_retry(  # type: ignore[no-untyped-def]
+    signed_in, dashboard: Deployment
+) -> None:
+    page = signed_in
+    tasks = [{"data": {"i": i}, "maxAttempts": 2} for i in range(2)]
+    with producer(dashboard) as http:
+        job = create_job(
+            http,
+            [
+                {"type": "T11", "data": {}, "tasks": tasks},
+                {"type": "T12", "data": {}, "tasks": tasks[:1]},
+            ],
+        )
+    token = dashboard.worker_token("T11")
+    with httpx.Client(
+        base_url=dashboard.url, timeout=10, headers={"authorization": f"Bearer {token}"}
+    ) as http:
+        first = http.patch("/v1/stages/T11/tasks/dequeue", params={"worker": "w-1"}).json()
+        failed = http.put(
+            f"/v1/tasks/{first['id']}/status",
+            json={"status": "FAILED", "leaseId": first["leaseId"], "reason": "tile server busy"},
+        )
+        assert failed.status_code == 200 and failed.json()["status"] == "RETRIED", failed.text
+        _run_tasks(http, "T11", 2)  # the other task, and the first one's second attempt
+    page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
+    expect(stage_status(page, 1)).to_have_text("COMPLETED", timeout=WAIT)
+    page.get_by_text("Timeline: stages and task runs over time").click()
+    chart = page.locator("svg.timeline")
+    expect(chart).to_be_visible(timeout=WAIT)
+    lane = chart.locator('g[data-stage-order="1"]')
+    expect(lane.locator("rect.tl-run")).to_have_count(3)  # two tasks, one of them twice
+    expect(lane.locator("rect.tl-run.tl-RETRIED")).to_have_count(1)
+    expect(lane.locator(f'rect.tl-RETRIED[data-task-id="{first["id"]}"] title')).to_contain_text(
+        "tile server busy"
+    )
+    expect(lane.locator("rect.tl-bar.tl-COMPLETED")).to_have_count(1)
+    # The second stage has not started: a waiting lane, no runs.
+    second = chart.locator('g[data-stage-order="2"]')
+    expect(second.locator("rect.tl-wait")).to_have_count(1)
+    expect(second.locator("rect.tl-run")).to_have_count(0)
+    expect(chart).to_have_attribute(
+        "aria-label", re.compile(r"^Timeline of 2 stages and 3 task runs")
+    )
+    page.locator("#timeline").screenshot(path=str(SHOTS / "timeline.png"))
+    assert page.offsite.urls == []
+
+
 def test_the_workers_page_lists_live_workers_and_drops_one_that_stopped(  # type: ignore[no-untyped-def]
     signed_in, dashboard: Deployment
 ) -> None:

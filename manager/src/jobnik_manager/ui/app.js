@@ -319,6 +319,111 @@ function pager(page, pages, goTo, key) {
     h("button", { type: "button", class: "secondary", disabled: page >= pages, "data-key": `${key}-next`, onclick: () => goTo(page + 1) }, "Next"));
 }
 
+// ---- a job's timeline ----------------------------------------------------------------
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const TIMELINE_EVENTS = 1000;  // the latest moves drawn: one page of the history
+const RUN_ROWS = 12;  // task runs drawn per stage; the rest are counted
+
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value !== null && value !== undefined) el.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined) el.append(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  return el;
+}
+
+// Each task attempt as a run: from its move to IN_PROGRESS to its next move (COMPLETED,
+// FAILED, RETRIED, ABORTED, ...), or still running. `events` oldest first.
+function taskRuns(events) {
+  const open = new Map();
+  const runs = [];
+  for (const e of events) {
+    if (e.entity !== "TASK" || !e.toStatus) continue;
+    const t = Date.parse(e.time);
+    const running = open.get(e.taskId);
+    if (running && e.fromStatus === "IN_PROGRESS") {
+      running.end = t;
+      running.outcome = e.toStatus;
+      running.reason = e.reason;
+      open.delete(e.taskId);
+    }
+    if (e.toStatus === "IN_PROGRESS") {
+      const run = { taskId: e.taskId, stageId: e.stageId, start: t, end: null, outcome: null, worker: e.worker, reason: null };
+      open.set(e.taskId, run);
+      runs.push(run);
+    }
+  }
+  return runs;
+}
+
+// Runs side by side in rows, each in the first row free by its start.
+function rowsOf(runs, now) {
+  const ends = [];
+  const placed = [];
+  let hidden = 0;
+  for (const run of [...runs].sort((a, b) => a.start - b.start)) {
+    let row = ends.findIndex((end) => end <= run.start);
+    if (row === -1) row = ends.length;
+    if (row >= RUN_ROWS) { hidden += 1; continue; }
+    ends[row] = run.end ?? now;
+    placed.push({ run, row });
+  }
+  return { placed, rows: Math.max(1, ends.length), hidden };
+}
+
+function timelineChart(job, events) {
+  const stages = job.stages || [];
+  const now = Date.now();
+  const start = Date.parse(job.creationTime);
+  const ended = FINAL.has(job.status) ? Math.max(Date.parse(job.updateTime), ...stages.map((s) => Date.parse(s.endTime || job.updateTime))) : now;
+  const span = Math.max(ended - start, 1000);
+  const LABEL = 170, WIDTH = 1000, ROW = 9, GAP = 12;
+  const x = (t) => LABEL + ((Math.min(Math.max(t, start), ended) - start) / span) * (WIDTH - LABEL - 10);
+  const runs = taskRuns([...events].reverse());
+  const parts = [];
+  let y = 24;
+  for (const stage of stages) {
+    const mine = rowsOf(runs.filter((r) => r.stageId === stage.id), ended);
+    const began = stage.startTime ? Date.parse(stage.startTime) : null;
+    const done = stage.endTime ? Date.parse(stage.endTime) : (began ? ended : null);
+    const lane = svg("g", { class: "tl-stage", "data-stage-order": stage.order },
+      svg("text", { x: 0, y: y + 10, class: "tl-label" }, `${stage.order}. ${stage.type}`),
+      // Before it started: waiting for its turn, an approval or a worker.
+      svg("rect", { x: LABEL, y, width: Math.max(x(began ?? ended) - LABEL, 0), height: 12, class: "tl-wait" },
+        svg("title", {}, `stage ${stage.order}: waiting until ${began ? new Date(began).toISOString() : "now"}`)),
+      began === null ? null : svg("rect", { x: x(began), y, width: Math.max(x(done) - x(began), 2), height: 12, class: `tl-bar tl-${stage.status}` },
+        svg("title", {}, `stage ${stage.order} ${stage.status}: ${age((done - began) / 1000)}`)));
+    y += 12 + 4;
+    for (const { run, row } of mine.placed) {
+      const end = run.end ?? ended;
+      lane.append(svg("rect", {
+        x: x(run.start), y: y + row * ROW, width: Math.max(x(end) - x(run.start), 2), height: ROW - 2,
+        class: `tl-run tl-${run.outcome || "IN_PROGRESS"}`, "data-task-id": run.taskId,
+      }, svg("title", {}, `task ${run.taskId.slice(0, 8)} ${run.outcome || "running"}${run.worker ? ` by ${run.worker}` : ""}: ${age((end - run.start) / 1000)}${run.reason ? ` (${run.reason})` : ""}`)));
+    }
+    y += mine.rows * ROW;
+    if (mine.hidden) {
+      lane.append(svg("text", { x: LABEL, y: y + 9, class: "tl-more" }, `+ ${mine.hidden} more runs`));
+      y += 12;
+    }
+    parts.push(lane);
+    y += GAP;
+  }
+  const axis = [0, 0.25, 0.5, 0.75, 1].map((f) => {
+    const t = start + f * span;
+    return svg("text", { x: x(t), y: 12, class: "tl-axis", "text-anchor": f === 0 ? "start" : f === 1 ? "end" : "middle" },
+      f === 0 ? clockTime(new Date(t)) : `+${span < 120_000 ? `${((t - start) / 1000).toFixed(1)} s` : age((t - start) / 1000)}`);
+  });
+  // Its size in its own units: the page scales it to the width at that aspect ratio.
+  return svg("svg", { viewBox: `0 0 ${WIDTH} ${y}`, width: WIDTH, height: y, class: "timeline", role: "img",
+    "aria-label": `Timeline of ${stages.length} stages and ${runs.length} task runs over ${age(span / 1000)}` },
+  axis, parts);
+}
+
 // ---- a job ---------------------------------------------------------------------------
 
 function jobPage(jobId) {
@@ -328,7 +433,26 @@ function jobPage(jobId) {
   const stagesBox = h("section", { "aria-labelledby": "stages-heading" });
   const tasksBox = h("section", { "aria-labelledby": "tasks-heading" });
   const eventsBox = h("section", { "aria-labelledby": "events-heading" });
-  view.replaceChildren(h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")), notice, head, stagesBox, tasksBox, eventsBox);
+  // Drawn from the latest moves, fetched only while it is open.
+  const chart = h("div", { id: "timeline" });
+  const timelineBox = h("details", { class: "timeline-box" },
+    h("summary", {}, "Timeline: stages and task runs over time"), chart);
+  timelineBox.addEventListener("toggle", () => { if (timelineBox.open) renderTimeline(state.job); });
+  view.replaceChildren(h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")), notice, head, stagesBox, timelineBox, tasksBox, eventsBox);
+
+  async function renderTimeline(job) {
+    if (!timelineBox.open || !job) return;
+    let data;
+    try {
+      data = await api("GET", `/v1/jobs/${jobId}/events${query({ page: 1, page_size: TIMELINE_EVENTS, newest_first: true })}`);
+    } catch (err) {
+      chart.replaceChildren(errorBox(err));
+      return;
+    }
+    const note = data.total > data.items.length
+      ? h("p", { class: "muted" }, `The latest ${data.items.length} of ${data.total} moves.`) : null;
+    chart.replaceChildren(timelineChart(job, data.items), note || "");
+  }
 
   async function act(title, text, okLabel, danger, method, path, body) {
     if (!(await confirmAction(title, text, okLabel, danger))) return;
@@ -512,7 +636,8 @@ function jobPage(jobId) {
       state.stageId = (failed || stages.find((s) => !FINAL.has(s.status)) || stages[stages.length - 1]).id;
     }
     const key = focusedKey();
-    await Promise.all([renderTasks(stages), renderEvents()]);
+    state.job = job;
+    await Promise.all([renderTasks(stages), renderEvents(), renderTimeline(job)]);
     renderHead(job);
     renderStages(job);
     restoreFocus(key);
