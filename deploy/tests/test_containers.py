@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -563,3 +564,62 @@ def test_containers_stop_cleanly_on_sigterm(stack: Stack) -> None:
     for name in [*workers, container("manager")]:
         assert podman("inspect", "--format", "{{.State.ExitCode}}", name) == "0", name
     assert "worker stopped" in run("podman", "logs", "--tail", "5", container("worker")).stderr
+
+
+# --- the README on a distribution's own Python ---------------------------------------
+
+
+def readme_commands() -> list[str]:
+    """The two commands of the README's quick start, as written."""
+    text = (ROOT / "README.md").read_text()
+    quick = text.split("\n## Quick start\n", 1)[1].split("\n### ", 1)[0]
+    return [block.strip() for block in re.findall(r"^```sh\n(.*?)^```", quick, re.M | re.S)]
+
+
+def test_the_readmes_two_commands_work_on_debian_12s_own_python(
+    engine: None, tmp_path: Path
+) -> None:
+    # Debian 12 with its own Python 3.11 and venv module, nothing else (base-image.sh),
+    # and a checkout of this commit: no uv, no pip, no project environment.
+    run(str(LOCAL / "base-image.sh"), BASE, timeout=600)
+    checkout = tmp_path / "jobnik"
+    checkout.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(checkout)], input=archive.stdout, check=True)
+    demo, tests = readme_commands()
+    assert demo.endswith("run jobnik-manager serve --demo") and tests.endswith("run pytest")
+    port = free_port()
+    script = f"""
+set -u
+cd /src
+command -v uv pip || true
+{demo} >/tmp/demo.log 2>&1 &
+server=$!
+for _ in $(seq 1 300); do
+  grep -q "demo: done; job COMPLETED 100%" /tmp/demo.log && break
+  sleep 1
+done
+echo "readiness: $(python3 -c "import urllib.request as u; \
+print(u.urlopen('http://127.0.0.1:{port}/readiness').read().decode())")"
+kill $server; wait $server
+grep "demo:\|uvw:" /tmp/demo.log
+{tests} -q -p no:cacheprovider 2>&1 | tail -5
+echo "tests exited ${{PIPESTATUS[0]:-?}}"
+"""
+    ca = (
+        ["--volume", f"{CA_BUNDLE}:{CA_BUNDLE}:ro", "--env", f"SSL_CERT_FILE={CA_BUNDLE}",
+         "--env", f"PIP_CERT={CA_BUNDLE}"]
+        if CA_BUNDLE.exists() else []
+    )  # fmt: skip
+    done = run(
+        "podman", "run", "--rm", "--network", "host", *ca,
+        "--volume", f"{checkout}:/src", "--env", f"JOBNIK_PORT={port}",
+        BASE, "bash", "-c", script,
+        timeout=840, check=False,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert "demo: done; job COMPLETED 100%" in said, said[-4000:]
+    assert 'readiness: {"status":"ok"}' in said, said[-4000:]
+    assert "tests exited 0" in said and " passed" in said, said[-4000:]

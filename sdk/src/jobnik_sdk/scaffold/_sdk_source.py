@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -249,8 +250,9 @@ def _build_wheel(source: Path, out: Path) -> None:
 
 
 def uv_command() -> list[str] | None:
-    """How to run uv here: on PATH, or as the `uv` package of this interpreter."""
-    found = shutil.which("uv")
+    """How to run uv here: the one running this program (`uv run` says which in `UV`),
+    on PATH, or as the `uv` package of this interpreter."""
+    found = os.environ.get("UV") or shutil.which("uv")
     if found:
         return [found]
     try:
