@@ -604,7 +604,7 @@ done
 echo "readiness: $(python3 -c "import urllib.request as u; \
 print(u.urlopen('http://127.0.0.1:{port}/readiness').read().decode())")"
 kill $server; wait $server
-grep "demo:\|uvw:" /tmp/demo.log
+grep -E "demo:|uvw:" /tmp/demo.log
 {tests} -q -p no:cacheprovider 2>&1 | tail -5
 echo "tests exited ${{PIPESTATUS[0]:-?}}"
 """
