@@ -107,9 +107,12 @@ def engine() -> None:
             missing(tool, hint)
     if shutil.which("podman-compose", path=_environment()["PATH"]) is None:
         missing("podman-compose", "uv run --group deploy pytest deploy/tests")
+    # The base of every image (Debian 12 and its Python, from debootstrap), made once per
+    # machine; then a container of it must start.
+    made = run(str(LOCAL / "base-image.sh"), BASE, timeout=600, check=False)
     probe = run("podman", "run", "--rm", "--network", "none", BASE, "true", check=False)
-    if probe.returncode != 0 and "image not known" not in probe.stderr:
-        missing("a working podman", probe.stderr.strip()[-500:])
+    if made.returncode != 0 or probe.returncode != 0:
+        missing("a working podman", (made.stderr + probe.stderr).strip()[-500:])
 
 
 @pytest.fixture(scope="module")
@@ -579,9 +582,8 @@ def readme_commands() -> list[str]:
 def test_the_readmes_two_commands_work_on_debian_12s_own_python(
     engine: None, tmp_path: Path
 ) -> None:
-    # Debian 12 with its own Python 3.11 and venv module, nothing else (base-image.sh),
-    # and a checkout of this commit: no uv, no pip, no project environment.
-    run(str(LOCAL / "base-image.sh"), BASE, timeout=600)
+    # Debian 12 with its own Python 3.11 and venv module, nothing else (base-image.sh,
+    # made by `engine`), and a checkout of this commit: no uv, no pip, no environment.
     checkout = tmp_path / "jobnik"
     checkout.mkdir()
     archive = subprocess.run(
