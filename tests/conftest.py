@@ -62,6 +62,12 @@ async def _amqp_ping(url: str) -> None:
 # collector's default thresholds its young-generation passes cost several percent of a run.
 gc.set_threshold(50_000, 20, 100)
 
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # What was imported and collected lives to the end of the run: kept out of the
+    # collector's passes, the last of which (pytest's, at exit) would walk it all again.
+    gc.freeze()
+
 # Modules of slow tests alone whose collection itself is costly (the fuzzer builds its
 # cases as it collects, seconds in each test process): left out of runs that cannot
 # select a slow test, such as the default `-m "not e2e and not slow"`.
