@@ -158,6 +158,7 @@ TABLES = (
     "outbox",
     "api_tokens",
     "workers",
+    "stage_type_pauses",
 )
 
 

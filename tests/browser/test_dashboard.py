@@ -259,6 +259,16 @@ def test_the_stage_types_page_shows_the_queues(signed_in, dashboard: Deployment)
     row = page.locator('tr[data-stage-type="T8"]')
     expect(row.locator(".waiting")).to_have_text("2", timeout=WAIT)
     expect(row.locator(".in-flight")).to_have_text("1")
+    # Paused from the page: nothing of its type is handed out until it is resumed.
+    page.get_by_role("button", name="Pause T8").click()
+    confirm(page)
+    expect(row.locator(".paused")).to_have_text("PAUSED", timeout=WAIT)
+    with httpx.Client(base_url=dashboard.url, timeout=10, headers=worker) as http:
+        assert http.patch("/v1/stages/T8/tasks/dequeue").status_code == 404
+        page.get_by_role("button", name="Resume T8").click()
+        confirm(page)
+        expect(row.locator(".paused")).to_have_text("—", timeout=WAIT)
+        assert http.patch("/v1/stages/T8/tasks/dequeue").status_code == 200
     assert page.offsite.urls == []
 
 

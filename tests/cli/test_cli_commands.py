@@ -500,3 +500,18 @@ def test_workers_lists_who_claims_at_80_columns(base_url: str) -> None:
     as_data = json.loads(jobnik(base_url, "workers", "--json").stdout)
     [mine] = [w for w in as_data if w["name"] == name]
     assert (mine["stageTypes"], mine["inFlight"]) == ([kind], 1)
+
+
+def test_stage_types_pause_and_resume(base_url: str) -> None:
+    job = new_job(base_url, 2)
+    kind = job["stages"][0]["type"]
+    paused = jobnik(base_url, "stage-types", "pause", kind)
+    assert paused.exit_code == 0 and paused.stdout.strip() == f"stage type {kind} paused"
+    refused = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
+    assert refused.status_code == 404, refused.text  # nothing handed out
+    [row] = [line for line in jobnik(base_url, "stage-types").stdout.splitlines() if kind in line]
+    assert row.rstrip().endswith("PAUSED"), row
+    resumed = jobnik(base_url, "stage-types", "resume", kind)
+    assert resumed.exit_code == 0 and resumed.stdout.strip() == f"stage type {kind} resumed"
+    claimed = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
+    assert claimed.status_code == 200, claimed.text

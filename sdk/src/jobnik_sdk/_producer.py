@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, TypeVar, Unpack
+from urllib.parse import quote
 
 from ._http import Http, ParamValue
 from ._models import (
@@ -337,6 +338,22 @@ class ProducerCalls:
         response = await self._http.request("GET", "/v1/stage-types")
         items: list[dict[str, Any]] = response.json()["items"]
         return items
+
+    async def pause_stage_type(self, stage_type: str) -> dict[str, Any]:
+        """Hand out none of this stage type's tasks, in any job, until it is resumed
+        (`PUT /v1/stage-types/{stageType}/pause`, an extension; an operator's or admin's
+        token with auth on). Running tasks go on. Pausing it again changes nothing.
+        The manager's answer: `type`, `paused`, `pausedAt`, `pausedBy`."""
+        path = f"/v1/stage-types/{quote(stage_type, safe='')}/pause"
+        answer: dict[str, Any] = (await self._http.request("PUT", path)).json()
+        return answer
+
+    async def resume_stage_type(self, stage_type: str) -> dict[str, Any]:
+        """Hand this stage type's tasks out again, waking its waiting workers
+        (`DELETE /v1/stage-types/{stageType}/pause`); one not paused is left as it is."""
+        path = f"/v1/stage-types/{quote(stage_type, safe='')}/pause"
+        answer: dict[str, Any] = (await self._http.request("DELETE", path)).json()
+        return answer
 
     async def list_workers(self) -> list[dict[str, Any]]:
         """The named workers claiming now, by name, as the manager answers them (`GET

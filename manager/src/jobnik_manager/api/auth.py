@@ -68,6 +68,8 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("GET", "/v1/tasks"): Action.LIST,
     ("GET", "/v1/stage-types"): Action.LIST,  # queue figures over all jobs, as on /metrics
     ("GET", "/v1/workers"): Action.LIST,  # who claims, over all jobs, like the above
+    ("PUT", "/v1/stage-types/{stageType}/pause"): Action.QUEUES,
+    ("DELETE", "/v1/stage-types/{stageType}/pause"): Action.QUEUES,
     ("POST", "/v1/jobs"): Action.CREATE,
     ("POST", "/v1/jobs/{jobId}/stage"): Action.CREATE,
     ("POST", "/v1/stages/{stageId}/tasks"): Action.CREATE,

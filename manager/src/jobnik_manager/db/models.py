@@ -276,6 +276,17 @@ class WorkerSighting(Base):
     last_seen: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
 
 
+class StageTypePause(Base):
+    """A stage type whose tasks are not handed out until it is resumed (migration 0009):
+    the claim statements skip its tasks."""
+
+    __tablename__ = "stage_type_pauses"
+
+    type: Mapped[str] = mapped_column(String(50), primary_key=True)
+    paused_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    principal: Mapped[str | None] = mapped_column(String(100), default=None)
+
+
 # The tables, typed as such, for Core statements on the hot paths.
 JOBS = cast(Table, Job.__table__)
 IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)

@@ -49,6 +49,14 @@ def tasks_ready(
         _add(info, [(ready_key(stage_type), body, now)])
 
 
+def stage_type_resumed(info: Info, stage_type: str, now: datetime) -> None:
+    """A paused stage type was resumed: its waiting tasks may be claimed again, so its
+    workers are woken as for tasks that became ready."""
+    info.setdefault(READY_TYPES, set()).add(stage_type)
+    if info.get(ANNOUNCING):
+        _add(info, [(ready_key(stage_type), {"stageType": stage_type}, now)])
+
+
 def moves(info: Info, rows: Iterable[Mapping[str, Any]]) -> None:
     """`job.<status>` and `stage.<status>` for the job and stage moves among these event
     rows (task moves announce nothing). A row may carry `stage_type` for the message.

@@ -7,7 +7,7 @@ the job, stage or task a request names are looked up by the caller.
   the SDK records a handler's progress), of its stage types when it is limited to
   some; reads the jobs, stages and tasks of those types; nothing else;
 - operator: reads everything; approves, pauses, resumes, aborts, retries, deletes, and
-  cancels tasks;
+  cancels tasks; pauses and resumes stage types;
 - admin: all of that, and manages tokens.
 """
 
@@ -38,6 +38,7 @@ class Action(StrEnum):
     EDIT = "edit"  # priority, a job's or stage's user metadata
     ANNOTATE = "annotate"  # a task's user metadata
     APPROVE = "approve"
+    QUEUES = "queues"  # pause and resume a stage type, for every job
     RETRY = "retry"
     WORK = "work"  # claim, heartbeat, report, task events
     ADMIN = "admin"  # tokens
@@ -83,6 +84,7 @@ _BY_ROLE = {
         Action.CONTROL,
         Action.APPROVE,
         Action.RETRY,
+        Action.QUEUES,
     },
     Role.ADMIN: set(Action),
 }

@@ -61,6 +61,8 @@ class _Now(Collector):
         )
         for name, doc, values in by_type:
             yield _by(name, doc, "stage_type", values)
+        paused = {t: 1 for t in s.paused}
+        yield _by("jobnik_stage_type_paused", "1 for a stage type paused", "stage_type", paused)
         yield _by("jobnik_jobs", "Jobs by status", "status", s.jobs)
         yield _by("jobnik_stages", "Stages by status", "status", s.stages)
         yield GaugeMetricFamily(

@@ -14,7 +14,7 @@ from sqlalchemy import case, func, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
-from ..db.models import JOBS, STAGES, OutboxMessage, StatusCount, Task
+from ..db.models import JOBS, STAGES, OutboxMessage, StageTypePause, StatusCount, Task
 from ..domain.statuses import CLAIMING_JOB_STATUSES, Priority, StageStatus, TaskStatus
 
 # Leases that run out within this long count as expiring.
@@ -31,6 +31,7 @@ class State:
     expiring: dict[str, int] = field(default_factory=dict)
     jobs: dict[str, int] = field(default_factory=dict)
     stages: dict[str, int] = field(default_factory=dict)
+    paused: set[str] = field(default_factory=set)  # stage types handed out to no one
     outbox_backlog: int = 0
     outbox_oldest_age: float = 0.0
 
@@ -78,6 +79,7 @@ async def _read(s: AsyncSession) -> State:
     )
     for entity, status, n in counts:
         (state.jobs if entity == "JOB" else state.stages)[status] = int(n)
+    state.paused = set((await s.execute(select(StageTypePause.type))).scalars())
     backlog, oldest = (
         await s.execute(select(func.count(), func.min(OutboxMessage.created_at)))
     ).one()

@@ -658,9 +658,27 @@ function age(seconds) {
 
 function stageTypesPage() {
   const box = h("section", { "aria-labelledby": "types-heading" });
+  const notice = h("div", {});
+
+  async function toggle(t) {
+    const pausing = !t.paused;
+    const text = pausing
+      ? `No task of stage type ${t.type} will be handed out, in any job, until it is resumed. Running tasks go on.`
+      : `Tasks of stage type ${t.type} will be handed out again.`;
+    if (!(await confirmAction(pausing ? "Pause stage type?" : "Resume stage type?", text, pausing ? "Pause" : "Resume", false))) return;
+    try {
+      await api(pausing ? "PUT" : "DELETE", `/v1/stage-types/${encodeURIComponent(t.type)}/pause`);
+      notice.replaceChildren();
+      say(`Stage type ${t.type} ${pausing ? "paused" : "resumed"}`);
+    } catch (err) {
+      notice.replaceChildren(errorBox(err));
+    }
+    await refresh();
+  }
+
   view.replaceChildren(h("h1", { id: "types-heading" }, "Stage types"),
-    h("p", { class: "muted" }, "Work in stages that may run: tasks waiting to be claimed, tasks in flight, failed tasks, and how long the oldest has waited."),
-    box);
+    h("p", { class: "muted" }, "Work in stages that may run: tasks waiting to be claimed, tasks in flight, failed tasks, and how long the oldest has waited. A paused stage type hands out none of its tasks, in any job, until it is resumed."),
+    notice, box);
   document.title = "Stage types · Jobnik";
 
   async function refresh() {
@@ -677,9 +695,12 @@ function stageTypesPage() {
       h("td", { class: "num in-flight" }, t.inFlight),
       h("td", { class: "num" }, t.expiring),
       h("td", { class: "num failed" }, t.failed),
-      h("td", { class: "num" }, age(t.oldestWaitingSeconds))));
+      h("td", { class: "num" }, age(t.oldestWaitingSeconds)),
+      h("td", { class: "paused" }, t.paused ? statusBadge("PAUSED") : "—"),
+      h("td", {}, h("button", { type: "button", class: "secondary", "data-key": `toggle-${t.type}`,
+        onclick: () => toggle(t) }, `${t.paused ? "Resume" : "Pause"} ${t.type}`))));
     keepFocus(() => box.replaceChildren(data.items.length
-      ? listTable(["Stage type", "Waiting", "In flight", "Lease expiring", "Failed", "Oldest waiting"], rows, "Stage types")
+      ? listTable(["Stage type", "Waiting", "In flight", "Lease expiring", "Failed", "Oldest waiting", "Paused", "Action"], rows, "Stage types")
       : h("p", {}, "No stage has work to hand out.")));
     say(`${data.total} stage types with work`);
   }

@@ -15,7 +15,7 @@ app = typer.Typer(
     help=(
         "Operate a Jobnik manager: list and show jobs, approve stages, pause, resume, "
         "abort, retry, delete, reprioritise, cancel tasks, follow events, wait, see the "
-        "queues by stage type. --url "
+        "queues by stage type (and pause one) and the workers. --url "
         "(JOBNIK_URL) and --token (JOBNIK_TOKEN) go before the command or after it. Exit "
         "codes: 0 ok, 1 the waited-for job FAILED or ABORTED, 2 usage, 3 not found, 4 "
         "refused by the manager, 5 manager unreachable, 6 wait timed out."
@@ -61,7 +61,7 @@ app.command("delete")(steer.delete)
 app.command("events")(events.events)
 app.command("create")(create.create)
 app.command("wait")(wait.wait)
-app.command("stage-types")(stage_types.stage_types)
+app.add_typer(stage_types.app, name="stage-types")
 app.command("workers")(workers.workers)
 
 

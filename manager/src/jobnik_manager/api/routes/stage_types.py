@@ -1,16 +1,23 @@
 """/v1/stage-types (extension): each stage type's queue as workers see it: tasks waiting
-to be claimed, tasks in flight, the oldest waiting task's age. The figures /metrics
-exposes (observe.state), read through indexes and counters, so the call costs the same
-whatever the history; over all jobs, like /metrics."""
+to be claimed, tasks in flight, the oldest waiting task's age, whether it is paused. The
+figures /metrics exposes (observe.state), read through indexes and counters, so the call
+costs the same whatever the history; over all jobs, like /metrics. A stage type is paused
+and resumed with PUT and DELETE on /v1/stage-types/{stageType}/pause."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...observe.state import read_state
+from ...services import stage_type_pauses
 from ..deps import DatabaseDep
 from ..edge import EdgeRoute
 from ..schemas import ErrorMessage, Outbound
+from ..transaction import in_transaction
 
 router = APIRouter(prefix="/v1/stage-types", tags=["stage types"], route_class=EdgeRoute)
 
@@ -22,6 +29,7 @@ class StageTypeOut(Outbound):
     expiring: int  # in flight, their lease running out within seconds
     failed: int  # FAILED tasks of its stages that may still run (partial success)
     oldest_waiting_seconds: float | None = None
+    paused: bool = False  # none of its tasks is handed out until it is resumed
 
 
 class StageTypesOut(Outbound):
@@ -33,7 +41,7 @@ class StageTypesOut(Outbound):
 async def stage_types(db: DatabaseDep) -> StageTypesOut:
     """The stage types that have work in a stage that may run, by name."""
     state = await read_state(db)
-    names = sorted(set(state.ready) | set(state.in_flight))
+    names = sorted(set(state.ready) | set(state.in_flight) | state.paused)
     items = [
         StageTypeOut(
             type=name,
@@ -42,7 +50,47 @@ async def stage_types(db: DatabaseDep) -> StageTypesOut:
             expiring=state.expiring.get(name, 0),
             failed=state.failed.get(name, 0),
             oldest_waiting_seconds=state.oldest_ready_age.get(name),
+            paused=name in state.paused,
         )
         for name in names
     ]
     return StageTypesOut(items=items, total=len(items))
+
+
+StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
+
+
+class StageTypePauseOut(Outbound):
+    type: str
+    paused: bool
+    paused_at: datetime | None = None
+    paused_by: str | None = None  # the token that paused it (null with auth off)
+
+
+@router.put(
+    "/{stageType}/pause", response_model=StageTypePauseOut, responses={400: {"model": ErrorMessage}}
+)
+async def pause_stage_type(db: DatabaseDep, stageType: StageTypePath) -> StageTypePauseOut:
+    """Hand out none of this stage type's tasks, in any job, until it is resumed: claims
+    and dequeues of it find nothing; running tasks go on. Pausing it again changes
+    nothing (it keeps its first pause's time)."""
+
+    async def work(s: AsyncSession) -> StageTypePauseOut:
+        done = await stage_type_pauses.pause(s, stageType)
+        return StageTypePauseOut(type=stageType, paused=True, paused_at=done.at, paused_by=done.by)
+
+    return await in_transaction(db, work)
+
+
+@router.delete(
+    "/{stageType}/pause", response_model=StageTypePauseOut, responses={400: {"model": ErrorMessage}}
+)
+async def resume_stage_type(db: DatabaseDep, stageType: StageTypePath) -> StageTypePauseOut:
+    """Hand this stage type's tasks out again, waking its waiting workers; resuming one
+    that is not paused changes nothing."""
+
+    async def work(s: AsyncSession) -> StageTypePauseOut:
+        await stage_type_pauses.resume(s, stageType)
+        return StageTypePauseOut(type=stageType, paused=False)
+
+    return await in_transaction(db, work)

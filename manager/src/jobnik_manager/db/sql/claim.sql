@@ -6,7 +6,8 @@
 --
 -- `picked` reads the partial index ix_tasks_claim, which holds only claimable tasks,
 -- in (stage_type, priority_rank, seq) order: an equality on one stage type keeps the
--- plan a plain ordered index scan (tests/integration/test_hot_plans.py holds it).
+-- plan a plain ordered index scan (tests/integration/test_hot_plans.py holds it). A
+-- paused stage type (stage_type_pauses, a handful of rows) hands out nothing.
 
 -- name: picked_one_type
 WITH picked AS (
@@ -15,6 +16,7 @@ WITH picked AS (
     WHERE tasks.claimable
       AND tasks.status = ANY (:claim_sources::varchar[])
       AND tasks.stage_type = :types::varchar
+  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = tasks.stage_type)
     ORDER BY tasks.priority_rank, tasks.seq
     LIMIT :n
     FOR UPDATE SKIP LOCKED
@@ -28,6 +30,7 @@ WITH picked AS (
     WHERE tasks.claimable
       AND tasks.status = ANY (:claim_sources::varchar[])
       AND tasks.stage_type = ANY (:types::varchar[])
+  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = tasks.stage_type)
     ORDER BY tasks.priority_rank, tasks.seq
     LIMIT :n
     FOR UPDATE SKIP LOCKED

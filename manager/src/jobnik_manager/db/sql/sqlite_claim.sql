@@ -7,7 +7,8 @@
 --
 -- `picked` reads the partial index ix_tasks_claim, which holds only claimable tasks,
 -- in (stage_type, priority_rank, seq) order: an equality on one stage type keeps the
--- plan an ordered index scan, without a sort.
+-- plan an ordered index scan, without a sort. A paused stage type (stage_type_pauses)
+-- hands out nothing.
 
 -- name: picked_one_type
 SELECT seq, status AS previous
@@ -15,6 +16,7 @@ FROM tasks
 WHERE claimable = 1
   AND status IN (SELECT value FROM json_each(:claim_sources))
   AND stage_type = :type
+  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = tasks.stage_type)
 ORDER BY priority_rank, seq
 LIMIT :n
 
@@ -24,6 +26,7 @@ FROM tasks
 WHERE claimable = 1
   AND status IN (SELECT value FROM json_each(:claim_sources))
   AND stage_type IN (SELECT value FROM json_each(:types))
+  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = tasks.stage_type)
 ORDER BY priority_rank, seq
 LIMIT :n
 
