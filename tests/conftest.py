@@ -68,6 +68,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # collector's passes, the last of which (pytest's, at exit) would walk it all again.
     gc.freeze()
 
+
 # Modules of slow tests alone whose collection itself is costly (the fuzzer builds its
 # cases as it collects, seconds in each test process): left out of runs that cannot
 # select a slow test, such as the default `-m "not e2e and not slow"`.

@@ -82,7 +82,7 @@ def test_each_command_block_runs_as_written(manager: Manager, page: str, index: 
     done = run(block, manager)
     assert done.returncode == 0, f"{page} block {index + 1}:\n{block}\n{done.stdout}{done.stderr}"
     out = done.stdout
-    if "/v1/jobs?page_size=1" in block or "/v1/jobs\"" in block:
+    if "/v1/jobs?page_size=1" in block or '/v1/jobs"' in block:
         assert "401" in out.splitlines()  # no token sent, and auth is on
     if "allowed" in block:
         assert "allowed" in out.splitlines()
