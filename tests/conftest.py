@@ -154,6 +154,7 @@ TABLES = (
     "events",
     "tasks",
     "stages",
+    "unique_job_keys",
     "jobs",
     "idempotency_keys",
     "outbox",

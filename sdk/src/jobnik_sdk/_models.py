@@ -188,6 +188,8 @@ class Job(_Wire):
     deadline: datetime | None = None
     # How far it is, 0 to 100: the mean of its stages' progress. Set on reads.
     progress: float | None = None
+    # The unique key it was created with, if any (`create_job(unique_key=...)`).
+    unique_key: str | None = None
 
 
 ItemT = TypeVar("ItemT")

@@ -89,6 +89,8 @@ class ProducerCalls:
         not_before: datetime | None = None,
         deadline: datetime | None = None,
         return_tasks: bool = True,
+        unique_key: str | None = None,
+        unique_window: timedelta | None = None,
     ) -> Job:
         """Create a job, optionally with its stages and their tasks in one transaction.
 
@@ -102,8 +104,16 @@ class ProducerCalls:
         then spans of the caller's trace. With `return_tasks=False` the returned stages
         carry no tasks (their summaries count them): a create of many tasks then costs
         neither side the encoding and parsing of each.
+
+        With `unique_key`, one job per key: while the job holding the key is not final
+        (or, with `unique_window`, until that long after its creation) the call makes
+        nothing and returns that job, stages and all; its `unique_key` says so.
         """
         body: dict[str, Any] = {"name": name, "data": dict(data or {}), "priority": priority}
+        if unique_key is not None:
+            body["uniqueKey"] = unique_key
+        if unique_window is not None:
+            body["uniqueWindowSeconds"] = unique_window.total_seconds()
         if user_metadata is not None:
             body["userMetadata"] = dict(user_metadata)
         for key, time in (("notBefore", not_before), ("deadline", deadline)):

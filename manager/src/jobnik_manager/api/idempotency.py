@@ -25,6 +25,12 @@ IdempotencyKeyHeader = Annotated[
 ]
 
 
+def _answer(made: object, status_code: int) -> StoredAnswer:
+    """What a create made, answered with `status_code`, unless it answered otherwise (a
+    StoredAnswer: an existing entity instead of a new one)."""
+    return made if isinstance(made, StoredAnswer) else StoredAnswer(status_code, made)
+
+
 async def create_once(
     db: Database,
     request: Request,
@@ -36,17 +42,19 @@ async def create_once(
     """Run `create` in one transaction with the key's record, or answer the record.
 
     `create` returns the answer's JSON (what the route's response model would render:
-    camelCase, no nulls). `payload` gives the request's JSON for the key's fingerprint;
-    it is only worked out when a key was sent, since a large create pays for it."""
+    camelCase, no nulls), or a StoredAnswer with a status of its own. `payload` gives the
+    request's JSON for the key's fingerprint; it is only worked out when a key was sent,
+    since a large create pays for it."""
     if key is None:
-        return json_response(await db.transaction(create), status_code)
+        made = _answer(await db.transaction(create), status_code)
+        return json_response(made.body, made.status_code)
     print_ = fingerprint(request.method, request.url.path, payload())
 
     async def work(s: AsyncSession) -> StoredAnswer:
         stored = await recall(s, key, print_)
         if stored is not None:
             return stored
-        answer = StoredAnswer(status_code, await create(s))
+        answer = _answer(await create(s), status_code)
         await remember(s, key, print_, answer)
         return answer
 

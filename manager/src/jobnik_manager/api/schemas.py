@@ -41,6 +41,9 @@ MAX_LEASE_SECONDS = MAX_LEASE.total_seconds()
 WEEK_SECONDS = 7 * 24 * 3600.0
 Seconds = Annotated[float, Field(strict=True, ge=0, le=WEEK_SECONDS, allow_inf_nan=False)]
 WaitSeconds = Annotated[float, Field(strict=True, ge=0, le=60, allow_inf_nan=False)]
+UniqueKey = Annotated[str, Field(min_length=1, max_length=255, strict=True), AfterValidator(no_nul)]
+# Up to a year; above zero (a window of nothing would hold the key for no one).
+UniqueWindow = Annotated[float, Field(strict=True, gt=0, le=366 * 86400, allow_inf_nan=False)]
 LeaseSeconds = Annotated[float, Field(strict=True, ge=1, le=MAX_LEASE_SECONDS, allow_inf_nan=False)]
 WorkerName = Annotated[
     str, Field(min_length=1, max_length=100, strict=True), AfterValidator(no_nul)
@@ -162,11 +165,30 @@ class JobCreate(Inbound):
     # Extension: failed ("deadline exceeded"), its unfinished tasks aborted, if it is not
     # final by this time.
     deadline: Schedule | None = None
+    # Extension: one job per key. While the job holding the key is not final (or, with a
+    # window, until that long after its creation), a create with the key answers it.
+    unique_key: UniqueKey | None = None
+    unique_window_seconds: UniqueWindow | None = None
+
+    @model_validator(mode="after")
+    def _window_with_a_key(self) -> Self:
+        if self.unique_window_seconds is not None and self.unique_key is None:
+            raise ValueError("uniqueWindowSeconds goes with a uniqueKey")
+        return self
 
     def to_new(self) -> NewJob:
         stages = [st.to_new() for st in self.stages or ()]
+        window = self.unique_window_seconds
         # The owner is who asks (api.auth), never a field of the body.
-        return NewJob(**same_named(self, NewJob, stages=stages, owner=None))
+        return NewJob(
+            **same_named(
+                self,
+                NewJob,
+                stages=stages,
+                owner=None,
+                unique_window=None if window is None else timedelta(seconds=window),
+            )
+        )
 
 
 class JobStatusChange(Inbound):
@@ -464,6 +486,8 @@ class JobOut(Outbound):
     progress: float | None = None
     # Extension, present with authentication on: the name of the token that created it.
     owner: str | None = None
+    # Extension, present when it was created with one: its unique key.
+    unique_key: str | None = None
 
 
 ItemT = TypeVar("ItemT")

@@ -60,6 +60,8 @@ class Job(Base):
     user_metadata: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
     # The token name that created it, when authentication is on.
     owner: Mapped[str | None] = mapped_column(String(100), default=None)
+    # Its unique key, when created with one (unique_job_keys says who holds it now).
+    unique_key: Mapped[str | None] = mapped_column(String(255), default=None)
     priority: Mapped[Priority] = mapped_column(EnumText(Priority))
     status: Mapped[JobStatus] = mapped_column(EnumText(JobStatus))
     percentage: Mapped[int] = mapped_column(SmallInteger, default=0)
@@ -285,6 +287,18 @@ class StageTypePause(Base):
     type: Mapped[str] = mapped_column(String(50), primary_key=True)
     paused_at: Mapped[datetime] = mapped_column(UtcDateTime)
     principal: Mapped[str | None] = mapped_column(String(100), default=None)
+
+
+class UniqueJobKey(Base):
+    """A unique key and the job that holds it (migration 0010): a create with the key
+    answers that job while it holds it, until `expires_at`, or while it is not final
+    when there is no window (services.unique_jobs)."""
+
+    __tablename__ = "unique_job_keys"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
 
 
 # The tables, typed as such, for Core statements on the hot paths.

@@ -57,6 +57,7 @@ async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
         not_before=new.not_before if new.not_before and new.not_before > now else None,
         deadline=new.deadline,
         owner=new.owner,
+        unique_key=new.unique_key,
     )
     await insert_new(s, job)
     await moved(s, job, JOB_CREATED, now)

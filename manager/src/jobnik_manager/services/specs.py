@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..domain.retry import RetryPolicy
@@ -66,3 +66,6 @@ class NewJob:
     deadline: datetime | None = None
     # The token name creating it, when authentication is on.
     owner: str | None = None
+    # One job per key: while the job holding it is not final, or for `unique_window`.
+    unique_key: str | None = None
+    unique_window: timedelta | None = None

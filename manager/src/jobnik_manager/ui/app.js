@@ -529,6 +529,7 @@ function jobPage(jobId) {
           h("div", { class: "pair" }, h("dt", {}, "Priority"), h("dd", {}, job.priority)),
           h("div", { class: "pair" }, h("dt", {}, "Progress"), h("dd", { id: "job-progress" }, bar(progressOf(job), "Job progress"))),
           h("div", { class: "pair" }, h("dt", {}, "Created"), h("dd", {}, when(job.creationTime))),
+          job.uniqueKey ? h("div", { class: "pair" }, h("dt", {}, "Unique key"), h("dd", { class: "mono", id: "job-unique-key" }, job.uniqueKey)) : null,
           h("div", { class: "pair" }, h("dt", {}, "Id"), h("dd", { class: "mono" }, job.id)))),
       actions);
   }

@@ -9,14 +9,16 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...db.engine import now_in
 from ...db.models import Job
 from ...domain.errors import RuleViolation
 from ...domain.id_prefix import id_range
 from ...domain.statuses import JobStatus, Priority
 from ...services import jobs as job_service
-from ...services import reads, replay
+from ...services import reads, replay, unique_jobs
 from ...services import stages as stage_service
 from ...services.history import events_of_job
+from ...services.idempotency import StoredAnswer
 from ...services.loading import load_job
 from ...services.pages import PageRequest
 from ..auth import listing_owner
@@ -111,8 +113,20 @@ async def create_job(
 ) -> Response:
     new = await new_job(payload)
 
-    async def work(s: AsyncSession) -> dict[str, object]:
+    async def work(s: AsyncSession) -> dict[str, object] | StoredAnswer:
+        held = None
+        if new.unique_key is not None:
+            held = await unique_jobs.holder(s, new.unique_key, now_in(s))
+            if held.job is not None:  # the job holding the key, as a GET gives it
+                [out] = await jobs_out(s, [held.job], True)
+                return StoredAnswer(
+                    200, out.model_dump(mode="json", by_alias=True, exclude_none=True)
+                )
         created = await job_service.create_job(s, new)
+        if new.unique_key is not None and held is not None:
+            await unique_jobs.take(
+                s, new.unique_key, created.job.id, new.unique_window, now_in(s), row=held.row
+            )
         if not payload.stages:
             return job_body(created.job, new=True)
         # Answered as inserted rather than read back: there may be many tasks.
@@ -129,7 +143,11 @@ async def create_job(
             new=True,
         )
 
-    return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
+    try:
+        return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
+    except unique_jobs.KeyTakenMeanwhile:
+        # Another create took the key after this one looked: now it finds it held.
+        return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
 
 
 @router.get("/{jobId}", response_model=JobOut, response_model_exclude_none=True, responses=ERRORS)

@@ -7,7 +7,9 @@
 -- `picked` reads the partial index ix_tasks_claim, which holds only claimable tasks,
 -- in (stage_type, priority_rank, seq) order: an equality on one stage type keeps the
 -- plan a plain ordered index scan (tests/integration/test_hot_plans.py holds it). A
--- paused stage type (stage_type_pauses, a handful of rows) hands out nothing.
+-- paused stage type (stage_type_pauses, a handful of rows) hands out nothing: the check
+-- names the bound types, not the row's, so it is planned once per statement (an
+-- InitPlan) and the index scan stays as it is.
 
 -- name: picked_one_type
 WITH picked AS (
@@ -16,7 +18,7 @@ WITH picked AS (
     WHERE tasks.claimable
       AND tasks.status = ANY (:claim_sources::varchar[])
       AND tasks.stage_type = :types::varchar
-  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = tasks.stage_type)
+  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = :types::varchar)
     ORDER BY tasks.priority_rank, tasks.seq
     LIMIT :n
     FOR UPDATE SKIP LOCKED
@@ -29,8 +31,8 @@ WITH picked AS (
     FROM tasks
     WHERE tasks.claimable
       AND tasks.status = ANY (:claim_sources::varchar[])
-      AND tasks.stage_type = ANY (:types::varchar[])
-  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = tasks.stage_type)
+      AND tasks.stage_type = ANY (ARRAY(
+      SELECT unnest(:types::varchar[]) EXCEPT SELECT p.type FROM stage_type_pauses p))
     ORDER BY tasks.priority_rank, tasks.seq
     LIMIT :n
     FOR UPDATE SKIP LOCKED
@@ -156,7 +158,8 @@ SELECT stages.*,
        jobs.end_time AS job_end_time, jobs.reason AS job_reason,
        jobs.failed_task_id AS job_failed_task_id,
        jobs.failed_stage_id AS job_failed_stage_id, jobs.not_before AS job_not_before,
-       jobs.deadline AS job_deadline, jobs.partial AS job_partial
+       jobs.deadline AS job_deadline, jobs.partial AS job_partial,
+       jobs.unique_key AS job_unique_key
 FROM stages JOIN jobs ON jobs.id = stages.job_id
 WHERE stages.id = ANY (:stage_ids::uuid[])
 ORDER BY stages.id

@@ -8,7 +8,7 @@
 -- `picked` reads the partial index ix_tasks_claim, which holds only claimable tasks,
 -- in (stage_type, priority_rank, seq) order: an equality on one stage type keeps the
 -- plan an ordered index scan, without a sort. A paused stage type (stage_type_pauses)
--- hands out nothing.
+-- hands out nothing; the check names the bound types, not the row's, so it runs once.
 
 -- name: picked_one_type
 SELECT seq, status AS previous
@@ -16,7 +16,7 @@ FROM tasks
 WHERE claimable = 1
   AND status IN (SELECT value FROM json_each(:claim_sources))
   AND stage_type = :type
-  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = tasks.stage_type)
+  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = :type)
 ORDER BY priority_rank, seq
 LIMIT :n
 
@@ -25,8 +25,8 @@ SELECT seq, status AS previous
 FROM tasks
 WHERE claimable = 1
   AND status IN (SELECT value FROM json_each(:claim_sources))
-  AND stage_type IN (SELECT value FROM json_each(:types))
-  AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = tasks.stage_type)
+  AND stage_type IN (SELECT value FROM json_each(:types)
+                     EXCEPT SELECT p.type FROM stage_type_pauses p)
 ORDER BY priority_rank, seq
 LIMIT :n
 
