@@ -35,11 +35,29 @@ def producer(dashboard: Deployment) -> httpx.Client:
 
 def run_tasks(dashboard: Deployment, stage_type: str, n: int) -> None:
     """Claim and complete `n` tasks of the stage type, as its worker."""
-    token = dashboard.worker_token(stage_type)
-    with httpx.Client(
-        base_url=dashboard.url, timeout=10, headers={"authorization": f"Bearer {token}"}
-    ) as http:
+    with as_worker(dashboard, stage_type) as http:
         _run_tasks(http, stage_type, n)
+
+
+def as_worker(dashboard: Deployment, stage_type: str) -> httpx.Client:
+    """A client with the stage type's worker token, as its worker's would be."""
+    token = dashboard.worker_token(stage_type)
+    return httpx.Client(
+        base_url=dashboard.url, timeout=10, headers={"authorization": f"Bearer {token}"}
+    )
+
+
+def fail_one(http: httpx.Client, stage_type: str, reason: str) -> dict[str, Any]:
+    """Claim a task of the stage type and report it FAILED with `reason`; the task."""
+    task: dict[str, Any] = http.patch(
+        f"/v1/stages/{stage_type}/tasks/dequeue", params={"worker": "w-2"}
+    ).json()
+    failed = http.put(
+        f"/v1/tasks/{task['id']}/status",
+        json={"status": "FAILED", "leaseId": task["leaseId"], "reason": reason},
+    )
+    assert failed.status_code == 200, failed.text
+    return failed.json()  # type: ignore[no-any-return]
 
 
 def _run_tasks(http: httpx.Client, stage_type: str, n: int) -> None:
@@ -174,16 +192,8 @@ def test_a_failed_job_says_why_opens_on_its_failed_stage_and_is_retried_then_del
             ],
         )
         run_tasks(dashboard, "T7", 1)
-        token = dashboard.worker_token("T8")
-        with httpx.Client(
-            base_url=dashboard.url, timeout=10, headers={"authorization": f"Bearer {token}"}
-        ) as worker:
-            task = worker.patch("/v1/stages/T8/tasks/dequeue", params={"worker": "w-2"}).json()
-            failed = worker.put(
-                f"/v1/tasks/{task['id']}/status",
-                json={"status": "FAILED", "leaseId": task["leaseId"], "reason": "tile missing"},
-            )
-            assert failed.status_code == 200, failed.text
+        with as_worker(dashboard, "T8") as worker:
+            task = fail_one(worker, "T8", "tile missing")
 
         page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
         expect(page.locator("#job-status")).to_have_text("FAILED", timeout=WAIT)
@@ -313,16 +323,9 @@ def test_a_jobs_timeline_shows_its_stages_and_each_task_run_with_the_retry(  # t
                 {"type": "T12", "data": {}, "tasks": tasks[:1]},
             ],
         )
-    token = dashboard.worker_token("T11")
-    with httpx.Client(
-        base_url=dashboard.url, timeout=10, headers={"authorization": f"Bearer {token}"}
-    ) as http:
-        first = http.patch("/v1/stages/T11/tasks/dequeue", params={"worker": "w-1"}).json()
-        failed = http.put(
-            f"/v1/tasks/{first['id']}/status",
-            json={"status": "FAILED", "leaseId": first["leaseId"], "reason": "tile server busy"},
-        )
-        assert failed.status_code == 200 and failed.json()["status"] == "RETRIED", failed.text
+    with as_worker(dashboard, "T11") as http:
+        first = fail_one(http, "T11", "tile server busy")
+        assert first["status"] == "RETRIED"
         _run_tasks(http, "T11", 2)  # the other task, and the first one's second attempt
     page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
     expect(stage_status(page, 1)).to_have_text("COMPLETED", timeout=WAIT)

@@ -354,15 +354,16 @@ class ProducerCalls:
         (`PUT /v1/stage-types/{stageType}/pause`, an extension; an operator's or admin's
         token with auth on). Running tasks go on. Pausing it again changes nothing.
         The manager's answer: `type`, `paused`, `pausedAt`, `pausedBy`."""
-        path = f"/v1/stage-types/{quote(stage_type, safe='')}/pause"
-        answer: dict[str, Any] = (await self._http.request("PUT", path)).json()
-        return answer
+        return await self._stage_type_pause("PUT", stage_type)
 
     async def resume_stage_type(self, stage_type: str) -> dict[str, Any]:
         """Hand this stage type's tasks out again, waking its waiting workers
         (`DELETE /v1/stage-types/{stageType}/pause`); one not paused is left as it is."""
+        return await self._stage_type_pause("DELETE", stage_type)
+
+    async def _stage_type_pause(self, method: str, stage_type: str) -> dict[str, Any]:
         path = f"/v1/stage-types/{quote(stage_type, safe='')}/pause"
-        answer: dict[str, Any] = (await self._http.request("DELETE", path)).json()
+        answer: dict[str, Any] = (await self._http.request(method, path)).json()
         return answer
 
     async def list_workers(self) -> list[dict[str, Any]]:

@@ -650,6 +650,16 @@ function jobPage(jobId) {
 
 // ---- stage types ---------------------------------------------------------------------
 
+// A list page's data: the answer to GET `path`, or null with the error shown in `box`.
+async function fetchFor(box, path) {
+  try {
+    return await api("GET", path);
+  } catch (err) {
+    keepFocus(() => box.replaceChildren(errorBox(err)));
+    return null;
+  }
+}
+
 function age(seconds) {
   if (seconds === null || seconds === undefined) return "—";
   if (seconds < 60) return `${Math.round(seconds)} s`;
@@ -683,13 +693,8 @@ function stageTypesPage() {
   document.title = "Stage types · Jobnik";
 
   async function refresh() {
-    let data;
-    try {
-      data = await api("GET", "/v1/stage-types");
-    } catch (err) {
-      keepFocus(() => box.replaceChildren(errorBox(err)));
-      return;
-    }
+    const data = await fetchFor(box, "/v1/stage-types");
+    if (!data) return;
     const rows = data.items.map((t) => h("tr", { "data-stage-type": t.type },
       h("th", { scope: "row", class: "mono" }, t.type),
       h("td", { class: "num waiting" }, t.waiting),
@@ -717,13 +722,8 @@ function workersPage() {
   document.title = "Workers · Jobnik";
 
   async function refresh() {
-    let data;
-    try {
-      data = await api("GET", "/v1/workers");
-    } catch (err) {
-      keepFocus(() => box.replaceChildren(errorBox(err)));
-      return;
-    }
+    const data = await fetchFor(box, "/v1/workers");
+    if (!data) return;
     const now = Date.now();
     const rows = data.items.map((w) => h("tr", { "data-worker": w.name },
       h("th", { scope: "row", class: "mono" }, w.name),

@@ -139,3 +139,18 @@ def full_job_id(manager: Manager, given: str) -> str:
     if len(found) > 1:
         fail(USAGE, f"{given} starts the ids of several jobs: {', '.join(found)}")
     return found[0]
+
+
+def fetched(
+    url: str | None,
+    token: str | None,
+    json: bool,
+    read: Callable[[JobnikClient], Awaitable[list[dict[str, Any]]]],
+) -> list[dict[str, Any]] | None:
+    """What `read` answers, for a command to lay out; None once printed as JSON (--json:
+    the manager's answer as it is)."""
+    items = run(Manager.chosen(url, token), read)
+    if not json:
+        return items
+    output.print_json(items)
+    return None

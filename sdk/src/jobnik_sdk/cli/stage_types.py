@@ -11,7 +11,7 @@ from rich.table import Table
 
 from .._client import JobnikClient
 from . import output
-from ._run import Json, Manager, Token, Url, run
+from ._run import Json, Manager, Token, Url, fetched, run
 
 app = typer.Typer(
     help="The queues by stage type (with no command); pause or resume one.",
@@ -30,12 +30,8 @@ def stage_types(
     if ctx.invoked_subcommand is not None:
         return
 
-    async def work(client: JobnikClient) -> list[dict[str, Any]]:
-        return await client.list_stage_types()
-
-    loads = run(Manager.chosen(url, token), work)
-    if json:
-        output.print_json(loads)
+    loads = fetched(url, token, json, lambda client: client.list_stage_types())
+    if loads is None:
         return
     table = Table(show_edge=False)
     table.add_column("stage type", min_width=10, overflow="fold")

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
-from .._client import JobnikClient
 from . import output
-from ._run import Json, Manager, Token, Url, run
+from ._run import Json, Token, Url, fetched
 
 
 def workers(url: Url = None, token: Token = None, json: Json = False) -> None:
@@ -18,12 +16,8 @@ def workers(url: Url = None, token: Token = None, json: Json = False) -> None:
     or holding a task: its stage types, tasks in flight, how long ago it was last seen,
     when it was first seen (UTC) and its token."""
 
-    async def work(client: JobnikClient) -> list[dict[str, Any]]:
-        return await client.list_workers()
-
-    seen = run(Manager.chosen(url, token), work)
-    if json:
-        output.print_json(seen)
+    seen = fetched(url, token, json, lambda client: client.list_workers())
+    if seen is None:
         return
     table = Table(show_edge=False)
     table.add_column("worker", min_width=8, overflow="fold")

@@ -35,14 +35,6 @@ async def workers(request: Request, db: DatabaseDep) -> WorkersOut:
     """The named workers seen claiming within the window, or holding a task, by name."""
     window: timedelta = request.app.state.settings.workers_window
     items = [
-        WorkerOut(
-            name=w.name,
-            stage_types=w.stage_types,
-            principal=w.principal,
-            first_seen=w.first_seen,
-            last_seen=w.last_seen,
-            in_flight=w.in_flight,
-        )
-        for w in await live_workers(db, window)
+        WorkerOut.model_validate(w, from_attributes=True) for w in await live_workers(db, window)
     ]
     return WorkersOut(items=items, total=len(items), window_seconds=window.total_seconds())
