@@ -10,6 +10,7 @@ import pytest
 
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
+from jobnik_manager.services import workers
 from jobnik_manager.services.workers import forget_gone
 
 from ..support.api import Api, unique
@@ -114,3 +115,19 @@ async def test_workers_unseen_for_a_day_are_forgotten(
 async def test_an_unknown_parameter_is_refused(api: Api) -> None:
     answer = await api.call("GET", "/v1/workers", 400, params={"page": 1})
     assert answer["code"] == "VALIDATION_ERROR"
+
+
+async def test_a_replica_remembers_recent_workers_only(
+    db: Database, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each process has a name of its own by default: a replica that remembered each
+    # worker it ever recorded would grow for as long as it runs.
+    monkeypatch.setattr(workers, "FORGET_RECORDS_FROM", 3)
+    sightings = workers.Sightings()
+    for name in ("a", "b", "c"):
+        await sightings.seen(db, name, ["t"])
+    clock.advance(timedelta(seconds=10))
+    await sightings.seen(db, "d", ["t"])
+    assert set(sightings._recorded) == {"d"}
+    seen = await workers.live_workers(db, timedelta(seconds=60))
+    assert [w.name for w in seen] == ["a", "b", "c", "d"]  # all recorded all the same

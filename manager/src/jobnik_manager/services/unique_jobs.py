@@ -13,13 +13,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.models import Job, UniqueJobKey
+from ..db.upserts import insert_for
 
 
 class KeyTakenMeanwhile(Exception):
@@ -70,9 +69,8 @@ async def take(
             .execution_options(synchronize_session=False)
         )
         return
-    dialect: Any = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
     inserted = await s.execute(
-        dialect.insert(UniqueJobKey)
+        insert_for(s, UniqueJobKey)
         .values(key=key, job_id=job_id, expires_at=expires)
         .on_conflict_do_nothing(index_elements=[UniqueJobKey.key])
         .returning(UniqueJobKey.key)

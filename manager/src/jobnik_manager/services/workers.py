@@ -14,18 +14,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import delete, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in, principal_in
 from ..db.models import Task, WorkerSighting
+from ..db.upserts import insert_for
 from ..domain.statuses import TaskStatus
 
 RECORD_EVERY = timedelta(seconds=5)  # per worker and replica
 FORGET_AFTER = timedelta(days=1)
+FORGET_RECORDS_FROM = 1_000  # workers remembered per replica before the old are dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +54,16 @@ class Sightings:
         last = self._recorded.get(worker)
         if last is not None and last[1] == types and now - last[0] < RECORD_EVERY:
             return
+        if len(self._recorded) >= FORGET_RECORDS_FROM:
+            # Workers come and go (a name per process by default): keep recent ones only.
+            self._recorded = {
+                name: seen for name, seen in self._recorded.items() if now - seen[0] < RECORD_EVERY
+            }
         self._recorded[worker] = (now, types)
-        dialect = sqlite if db.is_sqlite else postgresql
-        await db.transaction(lambda s: _record(s, dialect, worker, list(types)))
+        await db.transaction(lambda s: _record(s, worker, list(types)))
 
 
-async def _record(s: AsyncSession, dialect: Any, worker: str, stage_types: list[str]) -> None:
+async def _record(s: AsyncSession, worker: str, stage_types: list[str]) -> None:
     now = now_in(s)
     values = {
         "name": worker,
@@ -68,7 +72,7 @@ async def _record(s: AsyncSession, dialect: Any, worker: str, stage_types: list[
         "first_seen": now,
         "last_seen": now,
     }
-    insert = dialect.insert(WorkerSighting).values(**values)
+    insert = insert_for(s, WorkerSighting).values(**values)
     await s.execute(
         insert.on_conflict_do_update(
             index_elements=[WorkerSighting.name],

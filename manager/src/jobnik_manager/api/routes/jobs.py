@@ -123,7 +123,7 @@ async def create_job(
                     200, out.model_dump(mode="json", by_alias=True, exclude_none=True)
                 )
         created = await job_service.create_job(s, new)
-        if new.unique_key is not None and held is not None:
+        if new.unique_key is not None and held is not None:  # the key was free: it takes it
             await unique_jobs.take(
                 s, new.unique_key, created.job.id, new.unique_window, now_in(s), row=held.row
             )
