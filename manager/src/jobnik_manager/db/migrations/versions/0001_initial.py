@@ -5,8 +5,6 @@ Revises:
 Create Date: 2026-11-21
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -14,8 +12,6 @@ from jobnik_manager.db.types import JsonColumn, UtcDateTime
 
 revision: str = "0001"
 down_revision: str | None = None
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 SeqType = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 

@@ -5,7 +5,6 @@ Revises: 0001
 Create Date: 2026-11-21
 """
 
-from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,8 +14,6 @@ from jobnik_manager.db.types import JsonColumn, UtcDateTime
 
 revision: str = "0002"
 down_revision: str | None = "0001"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 SeqType = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 

@@ -1,7 +1,5 @@
 """0003 (after 0002), 2026-11-21: the transactional outbox for RabbitMQ."""
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -9,8 +7,6 @@ from jobnik_manager.db.types import JsonColumn, UtcDateTime
 
 revision: str = "0003"
 down_revision: str | None = "0002"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 SeqType = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 

@@ -7,7 +7,6 @@ Every new column is nullable or has a server default, so PostgreSQL adds it with
 rewriting the table.
 """
 
-from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -17,8 +16,6 @@ from jobnik_manager.db.types import JsonColumn, UtcDateTime
 
 revision: str = "0004"
 down_revision: str | None = "0003"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def _flag() -> sa.Column[Any]:

@@ -7,15 +7,11 @@ id), so that concurrent transactions seldom wait for one another's count row. A 
 index on the stages that may run lets the scrape sum their task counters by stage type.
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005"
 down_revision: str | None = "0004"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 _ACTIVE = "status IN ('PENDING', 'IN_PROGRESS')"
 _TABLES = {"jobs": "JOB", "stages": "STAGE"}

@@ -6,8 +6,6 @@ limited to. A job records the token name that created it (`owner`), and an event
 token name of the request that made it (`principal`); both null with authentication off.
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -15,8 +13,6 @@ from jobnik_manager.db.types import JsonColumn, UtcDateTime
 
 revision: str = "0006"
 down_revision: str | None = "0005"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

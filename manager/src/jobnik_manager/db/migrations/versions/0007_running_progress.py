@@ -10,15 +10,11 @@ trigger fires only for a task that is or was IN_PROGRESS with some progress, so 
 claims and completions of tasks that never report progress do not pay for it.
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
 down_revision: str | None = "0006"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 # A task's share of its stage's running progress.
 _PG_SHARE = "CASE WHEN {row}.status = 'IN_PROGRESS' THEN COALESCE({row}.progress, 0) ELSE 0 END"

@@ -5,8 +5,6 @@ it was first and last seen. The workers view reads it with the tasks in flight; 
 workers unseen for a day are deleted by the maintenance loop.
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -14,8 +12,6 @@ from jobnik_manager.db.types import JsonColumn, UtcDateTime
 
 revision: str = "0008"
 down_revision: str | None = "0007"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

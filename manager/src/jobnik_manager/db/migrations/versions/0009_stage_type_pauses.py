@@ -4,8 +4,6 @@ A row per paused stage type, with when and by whom; the claim statements hand ou
 task of a type that has one. Resuming deletes the row.
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -13,8 +11,6 @@ from jobnik_manager.db.types import UtcDateTime
 
 revision: str = "0009"
 down_revision: str | None = "0008"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -5,8 +5,6 @@ and until when (null: while that job is not final); `jobs.unique_key` keeps the 
 job was created with, for its answers.
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -14,8 +12,6 @@ from jobnik_manager.db.types import UtcDateTime
 
 revision: str = "0010"
 down_revision: str | None = "0009"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
