@@ -8,6 +8,7 @@ import concurrent.futures
 import gc
 import os
 import re
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import asynccontextmanager
@@ -28,6 +29,12 @@ from jobnik_manager.settings import Settings
 
 from .support.api import Api
 from .support.apps import app_on
+
+# Test modules are compiled with pytest's assertion rewriting, which caches them as
+# bytecode unless Python is told to write none (PYTHONDONTWRITEBYTECODE, as on CI
+# machines): then every test process rewrites every module on every run, a second and a
+# half each. The modules imported from here on are cached in __pycache__ (git ignores it).
+sys.dont_write_bytecode = False
 
 POSTGRES_URL = os.environ.get(
     "JOBNIK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_test"
@@ -86,11 +93,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    # The fuzzer's plugin (schemathesis, with hypothesis: a second of each process's
+    # The fuzzer's plugins (schemathesis and hypothesis: a second of each process's
     # start), which pyproject.toml keeps from loading by itself, for runs that may
     # select the fuzzer. Called as this file is loaded, before the options are parsed.
     config = pluginmanager.get_plugin("pytestconfig")
     if not _leaves_out_slow(config.known_args_namespace.markexpr):
+        pluginmanager.import_plugin("_hypothesis_pytestplugin")
         pluginmanager.import_plugin("schemathesis.pytest.plugin")
 
 
@@ -233,3 +241,11 @@ async def pg_db(postgres_url: str, clock: Clock) -> AsyncIterator[Database]:
 async def pg_api(pg_db: Database) -> AsyncIterator[Api]:
     async with app_client(pg_db) as c:
         yield Api(c)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # After pytest's last collection (which reports what its finalisers raise), the heap
+    # is kept out of the interpreter's own passes at exit: a test process holds a million
+    # objects by then, and walking them again held each process's exit up for seconds.
+    gc.freeze()
