@@ -1,8 +1,10 @@
 """The pure rules both sides of the API apply alike: the wait before a task's next
-attempt, and a percentage of work done. Standard library only."""
+attempt and which failures may have one, and a percentage of work done. Standard
+library only."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import timedelta
 from typing import Protocol
 
@@ -31,6 +33,19 @@ def retry_delay(policy: DelayRule, failed_attempts: int) -> timedelta:
             break
         seconds *= policy.multiplier
     return timedelta(seconds=min(seconds, cap))
+
+
+def jittered(delay: timedelta, jitter: float, draw: float) -> timedelta:
+    """`delay` spread by a policy's `jitter` (0 to 1): with `draw` uniform in [0, 1), a
+    wait uniform in [delay * (1 - jitter), delay], so that tasks failed together do not
+    come back together, and the policy's maximum stays a maximum."""
+    return delay * (1 - jitter * draw)
+
+
+def retries_error(non_retryable: Collection[str], error_type: str | None) -> bool:
+    """Whether a failure of `error_type` may be tried again under a policy that names
+    `non_retryable` error types (exact names: a worker's exception class name)."""
+    return error_type is None or error_type not in non_retryable
 
 
 def percentage(done: int, total: int) -> int:

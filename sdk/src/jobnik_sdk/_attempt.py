@@ -23,7 +23,7 @@ from ._handler import Handler
 from ._logs import Log, TaskIds, task_logging
 from ._metrics import HandlerOutcome
 from ._models import Job, Stage, Task, TaskStatus
-from ._reports import MAX_REASON, TaskReport
+from ._reports import MAX_ERROR_TYPE, MAX_REASON, TaskReport
 
 SHUTDOWN_REASON = "handed back: the worker shut down while it ran"
 # Why a handler was stopped without a report, as metrics tell it.
@@ -40,6 +40,7 @@ class Outcome:
     reason: str | None = None
     retryable: bool = True
     delay: timedelta | None = None
+    error_type: str | None = None  # a failure's: the exception's class name
 
     def report(self, task: Task) -> TaskReport:
         """The report of this outcome, under the task's lease."""
@@ -51,7 +52,11 @@ class Outcome:
                 task.id, delay=self.delay, lease_id=task.lease_id, reason=self.reason
             )
         return TaskReport.failed(
-            task.id, lease_id=task.lease_id, reason=self.reason, retryable=self.retryable
+            task.id,
+            lease_id=task.lease_id,
+            reason=self.reason,
+            retryable=self.retryable,
+            error_type=self.error_type,
         )
 
 
@@ -230,7 +235,11 @@ class Attempt:
                 # to another worker, without spending an attempt.
                 return Outcome(TaskStatus.RETRIED, reason=SHUTDOWN_REASON, delay=timedelta(0))
             # Otherwise the handler let a cancellation of its own escape.
-            return Outcome(TaskStatus.FAILED, reason="CancelledError: handler cancelled")
+            return Outcome(
+                TaskStatus.FAILED,
+                reason="CancelledError: handler cancelled",
+                error_type="CancelledError",
+            )
         exc = handler.exception()
         if exc is None:
             return self._completed(handler.result())
@@ -239,13 +248,20 @@ class Attempt:
         if isinstance(exc, NonRetryableError):
             self._log.error("%s failed and must not be retried: %s", where, exc, extra=extra)
             message = str(exc) or type(exc).__name__
-            return Outcome(TaskStatus.FAILED, reason=message[:MAX_REASON], retryable=False)
+            return Outcome(
+                TaskStatus.FAILED,
+                reason=message[:MAX_REASON],
+                retryable=False,
+                error_type=type(exc).__name__[:MAX_ERROR_TYPE],
+            )
         if isinstance(exc, RetryLaterError):
             self._log.info("%s is handed back for %s: %s", where, exc.delay, exc, extra=extra)
             later = exc.reason[:MAX_REASON] if exc.reason else None
             return Outcome(TaskStatus.RETRIED, reason=later, delay=exc.delay)
         self._log.error("%s failed", where, exc_info=exc, extra=extra)
-        return Outcome(TaskStatus.FAILED, reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON])
+        error_type = type(exc).__name__[:MAX_ERROR_TYPE]
+        reason = f"{type(exc).__name__}: {exc}"[:MAX_REASON]
+        return Outcome(TaskStatus.FAILED, reason=reason, error_type=error_type)
 
     def ending(self, outcome: Outcome | None) -> tuple[HandlerOutcome, str | None]:
         """How the handler's run ended, for metrics, and for a failed attempt the error's
@@ -273,7 +289,9 @@ class Attempt:
         if outcome.status is TaskStatus.COMPLETED:
             return "completed", None
         error_type = type(exc).__name__ if exc is not None else "InvalidResult"
-        return (failed if outcome.retryable else "failed"), error_type
+        policy = self.task.retry_policy
+        retries = outcome.retryable and (policy is None or policy.retries(outcome.error_type))
+        return (failed if retries else "failed"), error_type
 
     def _completed(self, value: object) -> Outcome:
         if value is None:

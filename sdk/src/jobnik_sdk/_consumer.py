@@ -236,11 +236,15 @@ class ConsumerCalls:
         lease_id: EntityId | None = None,
         reason: str | None = None,
         retryable: bool = True,
+        error_type: str | None = None,
     ) -> Task:
         """Report an IN_PROGRESS task FAILED. The manager offers it again (RETRIED, after
         its retry policy's delay) while attempts remain, and fails it for good otherwise,
-        or at once with `retryable=False`. `reason` (up to 2000 characters) is stored."""
-        report = TaskReport.failed(task_id, lease_id=lease_id, reason=reason, retryable=retryable)
+        or at once with `retryable=False` or an `error_type` its retry policy names as
+        not to be retried. `reason` (up to 2000 characters) is stored."""
+        report = TaskReport.failed(
+            task_id, lease_id=lease_id, reason=reason, retryable=retryable, error_type=error_type
+        )
         return await self._report(report)
 
     async def retry_later(

@@ -21,7 +21,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from jobnik_protocol.rules import retry_delay
+from jobnik_protocol.rules import retries_error, retry_delay
 from jobnik_protocol.wire import (
     JobStatus as JobStatus,  # re-exported: defined once, in jobnik_protocol
 )
@@ -63,12 +63,21 @@ class TaskRetryPolicy(_Wire):
     their own. Without one, a failed task is offered again at once. How many attempts a
     task gets is its `max_attempts`, not part of the policy.
 
-    On the wire: `{"initialDelaySeconds", "multiplier", "maxDelaySeconds"}`.
+    `jitter` (0 to 1) spreads each wait down by up to that share of it, at random, so
+    that tasks failed together do not come back together. A failure whose error type (a
+    Worker sends its exception's class name) is one of `non_retryable_errors` fails the
+    task for good, whatever attempts it has left.
+
+    On the wire: `{"initialDelaySeconds", "multiplier", "maxDelaySeconds", "jitter",
+    "nonRetryableErrors"}`.
     """
 
     initial_delay: timedelta = Field(alias="initialDelaySeconds", ge=timedelta(0), le=_WEEK)
     multiplier: float = Field(default=2.0, ge=1, le=100)
     max_delay: timedelta = Field(default=timedelta(hours=1), alias="maxDelaySeconds", le=_WEEK)
+    # Extensions of the policy, left off the wire when unset.
+    jitter: float | None = Field(default=None, ge=0, le=1)
+    non_retryable_errors: tuple[str, ...] | None = Field(default=None, max_length=50)
 
     @model_validator(mode="after")
     def _cap_above_start(self) -> Self:
@@ -81,8 +90,13 @@ class TaskRetryPolicy(_Wire):
         return value.total_seconds()
 
     def delay_after(self, failed_attempts: int) -> timedelta:
-        """The wait after the `failed_attempts`-th failed attempt (none before the first)."""
+        """The longest wait after the `failed_attempts`-th failed attempt (none before the
+        first); with `jitter` the manager waits between (1 - jitter) and 1 times this."""
         return retry_delay(self, failed_attempts)
+
+    def retries(self, error_type: str | None) -> bool:
+        """Whether a failure of `error_type` may be tried again under this policy."""
+        return retries_error(self.non_retryable_errors or (), error_type)
 
 
 class Task(_Wire):

@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from ._models import EntityId, JobStatus, Task, TaskStatus, _Wire, seconds
 
 MAX_REASON = 2000
+MAX_ERROR_TYPE = 200
 _REPORTED = (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.RETRIED)
 
 
@@ -39,6 +40,7 @@ class TaskReport(_Wire):
     reason: str | None = Field(default=None, max_length=MAX_REASON)
     retryable: bool = True
     retry_after: timedelta | None = Field(default=None, ge=timedelta(0))
+    error_type: str | None = Field(default=None, min_length=1, max_length=MAX_ERROR_TYPE)
 
     @model_validator(mode="after")
     def _fits_the_status(self) -> Self:
@@ -50,6 +52,8 @@ class TaskReport(_Wire):
             raise ValueError("reason goes with a FAILED or RETRIED report only")
         if not self.retryable and self.status is not TaskStatus.FAILED:
             raise ValueError("retryable goes with a FAILED report only")
+        if self.error_type is not None and self.status is not TaskStatus.FAILED:
+            raise ValueError("error_type goes with a FAILED report only")
         if (self.retry_after is None) == (self.status is TaskStatus.RETRIED):
             raise ValueError("retry_after is required with RETRIED, and only there")
         return self
@@ -73,10 +77,17 @@ class TaskReport(_Wire):
         lease_id: EntityId | None = None,
         reason: str | None = None,
         retryable: bool = True,
+        error_type: str | None = None,
     ) -> TaskReport:
-        """The attempt failed; with `retryable=False` the task fails now."""
+        """The attempt failed; with `retryable=False` the task fails now, as it does when
+        `error_type` is one its retry policy names as not to be retried."""
         return cls._of(
-            task_id, TaskStatus.FAILED, lease_id=lease_id, reason=reason, retryable=retryable
+            task_id,
+            TaskStatus.FAILED,
+            lease_id=lease_id,
+            reason=reason,
+            retryable=retryable,
+            error_type=error_type,
         )
 
     @classmethod
@@ -111,6 +122,8 @@ class TaskReport(_Wire):
             body["retryable"] = False
         if self.retry_after is not None:
             body["retryAfterSeconds"] = seconds(self.retry_after)
+        if self.error_type is not None:
+            body["errorType"] = self.error_type
         return body
 
 

@@ -49,6 +49,8 @@ WorkerName = Annotated[
     str, Field(min_length=1, max_length=100, strict=True), AfterValidator(no_nul)
 ]
 Reason = Annotated[str, Field(max_length=2000, strict=True), AfterValidator(no_nul)]
+# A worker's name for what went wrong: an exception's class name, say.
+ErrorType = Annotated[str, Field(min_length=1, max_length=200, strict=True), AfterValidator(no_nul)]
 EventName = Annotated[str, Field(min_length=1, max_length=100, strict=True), AfterValidator(no_nul)]
 
 
@@ -101,12 +103,22 @@ class RetryPolicyIn(Inbound):
         DEFAULT_MULTIPLIER
     )
     max_delay_seconds: Seconds = DEFAULT_MAX_DELAY.total_seconds()
+    jitter: Annotated[float, Field(strict=True, ge=0, le=1, allow_inf_nan=False)] = 0.0
+    non_retryable_errors: list[ErrorType] = Field(default_factory=list, max_length=50)
+
+    @model_validator(mode="after")
+    def _cap_above_start(self) -> Self:
+        if self.max_delay_seconds < self.initial_delay_seconds:
+            raise ValueError("maxDelaySeconds must be at least initialDelaySeconds")
+        return self
 
     def to_domain(self) -> RetryPolicy:
         return RetryPolicy(
             initial_delay=timedelta(seconds=self.initial_delay_seconds),
             multiplier=self.multiplier,
             max_delay=timedelta(seconds=self.max_delay_seconds),
+            jitter=self.jitter,
+            non_retryable=tuple(dict.fromkeys(self.non_retryable_errors)),
         )
 
 
@@ -209,6 +221,7 @@ class TaskStatusReport(Inbound):
     reason: Reason | None = None
     retryable: StrictBool | None = None
     retry_after_seconds: Seconds | None = None
+    error_type: ErrorType | None = None
 
     @model_validator(mode="after")
     def _fields_fit_the_status(self) -> Self:
@@ -217,6 +230,8 @@ class TaskStatusReport(Inbound):
             raise ValueError("result goes with a COMPLETED report only")
         if self.retryable is not None and status is not TaskStatus.FAILED:
             raise ValueError("retryable goes with a FAILED report only")
+        if self.error_type is not None and status is not TaskStatus.FAILED:
+            raise ValueError("errorType goes with a FAILED report only")
         if self.reason is not None and status is TaskStatus.COMPLETED:
             raise ValueError("reason goes with a FAILED, RETRIED or ABORTED report only")
         if (self.retry_after_seconds is None) == (status is TaskStatus.RETRIED):

@@ -10,6 +10,7 @@ does not stop the others.
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import time
 import uuid
@@ -76,6 +77,7 @@ class Report:
     reason: str | None = None
     retryable: bool = True
     retry_after: timedelta | None = None
+    error_type: str | None = None
 
 
 # A settled task: the task's columns by name, as the settlement left them.
@@ -235,7 +237,7 @@ def _decide(task: TaskView, r: Report, now: datetime) -> ReportOutcome | None:
         r.status,
         attempts=task.attempts,
         max_attempts=task.max_attempts,
-        retryable=r.retryable,
+        retryable=r.retryable and _policy_retries(task, r.error_type),
     )
 
 
@@ -250,7 +252,7 @@ def _apply(task: TaskView, r: Report, move: Move, outcome: ReportOutcome, now: d
     elif outcome.status is TaskStatus.ABORTED:
         task.reason = r.reason or SystemReason.CANCELLED_BY_USER
     else:
-        task.reason = r.reason
+        task.reason = r.reason or r.error_type
     if move.final:  # a cancelled task may have been waiting to be claimed, or due
         task.not_before = None
         return
@@ -271,7 +273,12 @@ def _policy_delay(task: TaskView, outcome: ReportOutcome) -> timedelta | None:
     policy = RetryPolicy.from_json(task.retry_policy)
     if policy is None or outcome.status is not TaskStatus.RETRIED:
         return None
-    return policy.delay_after(outcome.attempts)
+    return policy.delay_after(outcome.attempts, random.random())
+
+
+def _policy_retries(task: TaskView, error_type: str | None) -> bool:
+    policy = RetryPolicy.from_json(task.retry_policy)
+    return policy is None or policy.retries(error_type)
 
 
 async def expire_leases(s: AsyncSession, task_ids: Sequence[uuid.UUID], now: datetime) -> None:

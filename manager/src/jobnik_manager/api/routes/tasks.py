@@ -65,6 +65,7 @@ def _report_of(payload: TaskStatusReport) -> Report:
         result=payload.result,
         reason=payload.reason,
         retryable=payload.retryable is not False,
+        error_type=payload.error_type,
         retry_after=(
             timedelta(seconds=payload.retry_after_seconds)
             if payload.retry_after_seconds is not None
