@@ -310,6 +310,15 @@ def test_times_in_utc_or_the_local_zone_with_who_did_what_and_how_long_it_took( 
     assert page.offsite.urls == []
 
 
+POLICY = {
+    "initialDelaySeconds": 0,
+    "multiplier": 3,
+    "maxDelaySeconds": 60,
+    "jitter": 0.2,
+    "nonRetryableErrors": ["ValidationError", "KeyError"],
+}
+
+
 def test_a_jobs_timeline_shows_its_stages_and_each_task_run_with_the_retry(  # type: ignore[no-untyped-def]
     signed_in, dashboard: Deployment
 ) -> None:
@@ -319,7 +328,7 @@ def test_a_jobs_timeline_shows_its_stages_and_each_task_run_with_the_retry(  # t
         job = create_job(
             http,
             [
-                {"type": "T11", "data": {}, "tasks": tasks},
+                {"type": "T11", "data": {}, "tasks": tasks, "retryPolicy": POLICY},
                 {"type": "T12", "data": {}, "tasks": tasks[:1]},
             ],
         )
@@ -329,6 +338,11 @@ def test_a_jobs_timeline_shows_its_stages_and_each_task_run_with_the_retry(  # t
         _run_tasks(http, "T11", 2)  # the other task, and the first one's second attempt
     page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
     expect(stage_status(page, 1)).to_have_text("COMPLETED", timeout=WAIT)
+    expect(page.locator('[data-stage-order="1"] .retry-policy')).to_have_text(
+        "Retries: wait 0 s, ×3 each time, at most 1 min 0 s; jitter 20 %; "
+        "never retried: ValidationError, KeyError"
+    )
+    expect(page.locator('[data-stage-order="2"] .retry-policy')).to_have_count(0)
     page.get_by_text("Timeline: stages and task runs over time").click()
     chart = page.locator("svg.timeline")
     expect(chart).to_be_visible(timeout=WAIT)

@@ -558,6 +558,7 @@ function jobPage(jobId) {
             ["total", "pending", "inProgress", "completed", "failed", "retried", "aborted"].map((k) =>
               h("div", { class: "pair" }, h("dt", {}, k === "inProgress" ? "in progress" : k), h("dd", {}, s[k] ?? 0)))),
           h("p", { class: "times" }, "Started ", when(stage.startTime), " · ended ", when(stage.endTime)),
+          stage.retryPolicy ? h("p", { class: "retry-policy" }, "Retries: ", retryPolicyText(stage.retryPolicy)) : null,
           stage.status === "WAITING" && !turnCame ? h("p", { class: "muted" }, "Waits for the stage before it to complete, then for approval.") : null,
           buttons));
     });
@@ -658,6 +659,15 @@ async function fetchFor(box, path) {
     keepFocus(() => box.replaceChildren(errorBox(err)));
     return null;
   }
+}
+
+// A retry policy in words: "wait 5 s, ×2 each time, at most 5 min 0 s; jitter 50 %;
+// never retried: ValidationError".
+function retryPolicyText(p) {
+  const parts = [`wait ${age(p.initialDelaySeconds)}, ×${p.multiplier} each time, at most ${age(p.maxDelaySeconds)}`];
+  if (p.jitter) parts.push(`jitter ${Math.round(p.jitter * 100)} %`);
+  if (p.nonRetryableErrors && p.nonRetryableErrors.length) parts.push(`never retried: ${p.nonRetryableErrors.join(", ")}`);
+  return parts.join("; ");
 }
 
 function age(seconds) {
