@@ -163,6 +163,7 @@ TABLES = (
     "tasks",
     "stages",
     "unique_job_keys",
+    "job_assets",
     "jobs",
     "idempotency_keys",
     "outbox",

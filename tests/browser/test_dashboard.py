@@ -6,6 +6,7 @@ the jobs list and of a job page go to build/screenshots/."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -310,6 +311,47 @@ def test_times_in_utc_or_the_local_zone_with_who_did_what_and_how_long_it_took( 
     assert page.offsite.urls == []
 
 
+def test_a_jobs_result_and_assets_are_shown_with_the_job(  # type: ignore[no-untyped-def]
+    signed_in, dashboard: Deployment
+) -> None:
+    page = signed_in
+    with producer(dashboard) as http:
+        job = create_job(http, [{"type": "T13", "data": {}, "tasks": [{"data": {}}]}])
+        # A job without outputs shows no such section.
+        page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
+        expect(stage_status(page, 1)).to_have_text("PENDING", timeout=WAIT)
+        expect(page.locator("#outputs-heading")).to_have_count(0)
+    with as_worker(dashboard, "T13") as http:
+        task = http.patch("/v1/stages/T13/tasks/dequeue").json()
+        lease = {"leaseId": task["leaseId"]}
+        assets = [
+            {
+                "type": "tile-pyramid",
+                "uri": "https://tiles.example/run-13/",
+                "sizeBytes": 5 * 2**20,
+            },
+            {"type": "report", "uri": "/exports/run-13.pdf", "name": "summary"},
+        ]
+        added = http.post(f"/v1/tasks/{task['id']}/assets", json={**lease, "assets": assets})
+        assert added.status_code == 201, added.text
+        result = {"tiles": 1365, "levels": [0, 5]}
+        put = http.put(f"/v1/tasks/{task['id']}/job-result", json={**lease, "result": result})
+        assert put.status_code == 200, put.text
+    page.reload()
+    expect(page.locator("#outputs-heading")).to_have_text("What it produced", timeout=WAIT)
+    assert json.loads(page.locator("#job-result").inner_text()) == result
+    rows = page.locator("#outputs tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0)).to_contain_text("tile-pyramid")
+    expect(rows.nth(0)).to_contain_text("5.0 MiB")
+    link = rows.nth(0).get_by_role("link", name="https://tiles.example/run-13/")
+    expect(link).to_have_attribute("href", "https://tiles.example/run-13/")
+    expect(rows.nth(1)).to_contain_text("summary")
+    # A path is shown, not linked.
+    expect(rows.nth(1).get_by_role("link")).to_have_count(0)
+    assert page.offsite.urls == []
+
+
 POLICY = {
     "initialDelaySeconds": 0,
     "multiplier": 3,
@@ -339,7 +381,7 @@ def test_a_jobs_timeline_shows_its_stages_and_each_task_run_with_the_retry(  # t
     page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
     expect(stage_status(page, 1)).to_have_text("COMPLETED", timeout=WAIT)
     expect(page.locator('[data-stage-order="1"] .retry-policy')).to_have_text(
-        "Retries: wait 0 s, ×3 each time, at most 1 min 0 s; jitter 20 %; "
+        "Retries: wait 0 s, 3 times longer each time, at most 1 min 0 s; jitter 20 %; "
         "never retried: ValidationError, KeyError"
     )
     expect(page.locator('[data-stage-order="2"] .retry-policy')).to_have_count(0)

@@ -515,3 +515,34 @@ def test_stage_types_pause_and_resume(base_url: str) -> None:
     assert resumed.exit_code == 0 and resumed.stdout.strip() == f"stage type {kind} resumed"
     claimed = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
     assert claimed.status_code == 200, claimed.text
+
+
+def test_show_prints_what_the_job_produced(base_url: str) -> None:
+    job = new_job(base_url, 1)
+    kind = job["stages"][0]["type"]
+    claimed = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin()).json()
+    lease = {"leaseId": claimed["leaseId"]}
+    assets = [
+        {"type": "tile-pyramid", "uri": "s3://tiles/run/", "sizeBytes": 2048, "name": "z0-9"},
+        {"type": "report", "uri": "/exports/summary.pdf"},
+    ]
+    task_url = f"{base_url}/v1/tasks/{claimed['id']}"
+    added = httpx.post(f"{task_url}/assets", json={**lease, "assets": assets}, headers=admin())
+    assert added.status_code == 201, added.text
+    result = {"tiles": 341, "bbox": [34.2, 31.1, 35.9, 33.3]}
+    set_ = httpx.put(f"{task_url}/job-result", json={**lease, "result": result}, headers=admin())
+    assert set_.status_code == 200, set_.text
+    shown = jobnik(base_url, "jobs", "show", job["id"], COLUMNS="120")
+    assert shown.exit_code == 0, shown.stderr
+    [row] = [line for line in shown.stdout.splitlines() if line.startswith("result")]
+    assert json.loads(row.removeprefix("result").strip()) == result
+    assert "assets (2)" in shown.stdout
+    [tiles] = [line for line in shown.stdout.splitlines() if "tile-pyramid" in line]
+    assert [cell.strip() for cell in tiles.split("│")][:4] == [
+        "tile-pyramid",
+        "z0-9",
+        "s3://tiles/run/",
+        "2,048 B",
+    ]
+    as_data = json.loads(jobnik(base_url, "jobs", "show", job["id"], "--json").stdout)
+    assert as_data["result"] == result

@@ -74,6 +74,8 @@ class Case:
 
 
 LEASE = str(uuid.uuid4())
+ASSET = {"type": "report", "uri": "/exports/report.pdf"}
+
 CASES = [
     Case("list jobs", "GET", "/v1/jobs", LISTERS),
     Case("create job", "POST", "/v1/jobs", {"admin", "alice", "bob"}, {"name": "jj", "data": {}}),
@@ -117,6 +119,9 @@ CASES = [
     Case("report", "PUT", "/v1/tasks/{task}/status", WORKERS, {"status": "COMPLETED"}),
     Case("cancel task", "PUT", "/v1/tasks/{task}/status", CONTROL, {"status": "ABORTED"}),
     Case("task event", "POST", "/v1/tasks/{task}/events", WORKERS, {"name": "step"}),
+    Case("task assets", "POST", "/v1/tasks/{task}/assets", WORKERS, {"assets": [ASSET]}),
+    Case("job result", "PUT", "/v1/tasks/{task}/job-result", WORKERS, {"result": {"n": 1}}),
+    Case("job assets", "GET", "/v1/jobs/{job}/assets", READERS),
     # Where a handler's progress goes: its worker writes it too.
     Case("task metadata", "PATCH", "/v1/tasks/{task}/user-metadata", ANNOTATE, {"k": 1}),
     Case("list tokens", "GET", "/v1/tokens", {"admin"}),

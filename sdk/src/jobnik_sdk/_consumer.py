@@ -10,7 +10,18 @@ from pydantic import ConfigDict, Field
 
 from ._exceptions import NotFoundError
 from ._http import Http
-from ._models import EntityId, Event, EventLevel, Job, Stage, Task, _Wire, seconds
+from ._models import (
+    EntityId,
+    Event,
+    EventLevel,
+    Job,
+    JobAsset,
+    NewAsset,
+    Stage,
+    Task,
+    _Wire,
+    seconds,
+)
 from ._reports import (
     HeartbeatAnswer,
     HeartbeatOutcome,
@@ -48,6 +59,10 @@ class ClaimedTasks(_Wire):
 
 class _Renewed(_Wire):
     items: list[HeartbeatOutcome]
+
+
+class _Assets(_Wire):
+    items: list[JobAsset]
 
 
 class _Settled(_Wire):
@@ -214,6 +229,41 @@ class ConsumerCalls:
         # so a handler's entry rides out a manager or database restart.
         created = await self._http.create(f"/v1/tasks/{task_id}/events", body, idempotency_key=None)
         return Event.model_validate(created)
+
+    async def add_task_assets(
+        self,
+        task_id: EntityId,
+        assets: Sequence[NewAsset],
+        *,
+        lease_id: EntityId | None = None,
+    ) -> list[JobAsset]:
+        """Record outputs of the task's job (up to 100 a call), as made by this task.
+        While the task runs, only under its lease (`lease_id`)."""
+        body: dict[str, Any] = {
+            "assets": [a.model_dump(mode="json", by_alias=True, exclude_none=True) for a in assets]
+        }
+        if lease_id is not None:
+            body["leaseId"] = str(lease_id)
+        # Retried like a create, under a key of its own: a retry records nothing twice.
+        created = await self._http.create(f"/v1/tasks/{task_id}/assets", body, idempotency_key=None)
+        return _Assets.model_validate(created).items
+
+    async def set_job_result(
+        self,
+        task_id: EntityId,
+        result: Mapping[str, Any],
+        *,
+        lease_id: EntityId | None = None,
+    ) -> Job:
+        """Set the result of the task's job (a JSON object; the last one set stands);
+        answers the job. While the task runs, only under its lease (`lease_id`)."""
+        body: dict[str, Any] = {"result": dict(result)}
+        if lease_id is not None:
+            body["leaseId"] = str(lease_id)
+        response = await self._http.request(
+            "PUT", f"/v1/tasks/{task_id}/job-result", json=body, repeatable=True
+        )
+        return Job.model_validate_json(response.content)
 
     async def complete(
         self,

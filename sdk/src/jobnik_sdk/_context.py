@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._logs import TaskIds
-from ._models import Event, EventLevel, Job, Stage, Task
+from ._models import Event, EventLevel, Job, JobAsset, NewAsset, Stage, Task
 
 if TYPE_CHECKING:
     from ._client import ConsumerClient
@@ -108,6 +108,24 @@ class TaskContext:
         if self._on_progress is not None:
             self._on_progress(percentage, message)
         await self.set_user_metadata({**self._user_metadata, PROGRESS_KEY: percentage, **details})
+
+    async def add_asset(
+        self, type: str, uri: str, *, size_bytes: int | None = None, name: str | None = None
+    ) -> JobAsset:
+        """Record an output of the job made by this task: its `type` (yours to name), where
+        it is (`uri`: a URL or a path) and, when known, its size and a name. Listed with
+        the job (`list_job_assets`, `jobnik jobs show`, the dashboard). Sent under the
+        task's lease."""
+        asset = NewAsset(type=type, uri=uri, size_bytes=size_bytes, name=name)
+        (added,) = await self._client.add_task_assets(
+            self.task.id, [asset], lease_id=self.task.lease_id
+        )
+        return added
+
+    async def set_job_result(self, result: Mapping[str, Any]) -> Job:
+        """Set what the job produced, as a JSON object (the last one set stands), beside
+        this task's own result (what the handler returns). Sent under the task's lease."""
+        return await self._client.set_job_result(self.task.id, result, lease_id=self.task.lease_id)
 
     async def emit(
         self, name: str, message: str | None = None, *, level: EventLevel = "info", **fields: Any

@@ -204,6 +204,29 @@ class Job(_Wire):
     progress: float | None = None
     # The unique key it was created with, if any (`create_job(unique_key=...)`).
     unique_key: str | None = None
+    # What it produced, as one of its tasks set it (`TaskContext.set_job_result`).
+    result: dict[str, Any] | None = None
+
+
+class NewAsset(_Wire):
+    """An output of a job to record: its `type` (1-50 characters, yours to name: a tile
+    pyramid, a report), where it is (`uri`: a URL or a path, up to 2000 characters)
+    and, when known, its size and a name."""
+
+    type: str = Field(min_length=1, max_length=50)
+    uri: str = Field(min_length=1, max_length=2000)
+    size_bytes: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class JobAsset(NewAsset):
+    """An output a job's task recorded (`TaskContext.add_asset`), listed with the job
+    (`list_job_assets`) in the order they were recorded."""
+
+    id: uuid.UUID
+    job_id: uuid.UUID
+    task_id: uuid.UUID | None = None
+    created_at: datetime
 
 
 ItemT = TypeVar("ItemT")

@@ -12,6 +12,7 @@ from ._models import (
     EntityId,
     Event,
     Job,
+    JobAsset,
     JobStatus,
     NewStage,
     NewTask,
@@ -387,6 +388,12 @@ class ProducerCalls:
         params = {**(query or {}), "page": page, "page_size": page_size}
         response = await self._http.request("GET", path, params=params)
         return kind.model_validate(response.json())
+
+    async def list_job_assets(
+        self, job_id: EntityId, *, page: int = 1, page_size: int = 10
+    ) -> Page[JobAsset]:
+        """One page of the outputs the job's tasks recorded, in the order recorded."""
+        return await self._page(Page[JobAsset], f"/v1/jobs/{_id(job_id)}/assets", page, page_size)
 
     def iter_events(self, job_id: EntityId, *, page_size: int = 100) -> AsyncIterator[Event]:
         """The job's whole event history, oldest first, fetched page by page."""

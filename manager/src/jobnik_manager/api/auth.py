@@ -76,6 +76,7 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("GET", "/v1/jobs/{jobId}"): Action.READ,
     ("GET", "/v1/jobs/{jobId}/events"): Action.READ,
     ("GET", "/v1/jobs/{jobId}/stages"): Action.READ,
+    ("GET", "/v1/jobs/{jobId}/assets"): Action.READ,
     ("GET", "/v1/stages/{stageId}"): Action.READ,
     ("GET", "/v1/stages/{stageId}/summary"): Action.READ,
     ("GET", "/v1/stages/{stageId}/tasks"): Action.READ,
@@ -94,6 +95,8 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", "/v1/tasks/reports"): Action.WORK,
     ("POST", "/v1/tasks/{taskId}/heartbeat"): Action.WORK,
     ("POST", "/v1/tasks/{taskId}/events"): Action.WORK,
+    ("POST", "/v1/tasks/{taskId}/assets"): Action.WORK,
+    ("PUT", "/v1/tasks/{taskId}/job-result"): Action.WORK,
     ("PUT", "/v1/tasks/{taskId}/status"): Action.WORK,  # CONTROL when it cancels
     ("GET", "/v1/tokens"): Action.ADMIN,
     ("POST", "/v1/tokens"): Action.ADMIN,

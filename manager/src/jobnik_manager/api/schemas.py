@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import Annotated, Generic, Literal, Self, TypeVar
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
 import orjson
 from pydantic import (
@@ -315,6 +315,32 @@ class TaskEventIn(Inbound):
         return self
 
 
+AssetType = Annotated[str, Field(min_length=1, max_length=50, strict=True), AfterValidator(no_nul)]
+AssetUri = Annotated[str, Field(min_length=1, max_length=2000, strict=True), AfterValidator(no_nul)]
+AssetName = Annotated[str, Field(min_length=1, max_length=200, strict=True), AfterValidator(no_nul)]
+
+
+class AssetIn(Inbound):
+    """Extension: an output of the task's job: its type, where it is, its size."""
+
+    type: AssetType
+    uri: AssetUri
+    size_bytes: StrictInt | None = Field(default=None, ge=0, le=2**63 - 1)
+    name: AssetName | None = None
+
+
+class AssetsIn(Inbound):
+    assets: list[AssetIn] = Field(min_length=1, max_length=100)
+    lease_id: uuid.UUID | None = None
+
+
+class JobResultIn(Inbound):
+    """Extension: the result of the task's job (a JSON object; the last one set stands)."""
+
+    result: JsonObject
+    lease_id: uuid.UUID | None = None
+
+
 class PriorityChange(Inbound):
     priority: Priority
 
@@ -417,6 +443,21 @@ class BatchReportOut(Outbound):
     items: list[ReportResultOut]
 
 
+class AssetOut(Outbound):
+    id: uuid.UUID
+    job_id: uuid.UUID
+    task_id: uuid.UUID | None = None
+    type: str
+    uri: str
+    size_bytes: int | None = None
+    name: str | None = None
+    created_at: datetime
+
+
+class AssetsOut(Outbound):
+    items: list[AssetOut]
+
+
 class EventOut(Outbound):
     id: int
     time: datetime
@@ -503,6 +544,8 @@ class JobOut(Outbound):
     owner: str | None = None
     # Extension, present when it was created with one: its unique key.
     unique_key: str | None = None
+    # Extension, present when one of its tasks set it: what the job produced.
+    result: dict[str, Any] | None = None
 
 
 ItemT = TypeVar("ItemT")

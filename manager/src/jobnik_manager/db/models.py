@@ -62,6 +62,8 @@ class Job(Base):
     owner: Mapped[str | None] = mapped_column(String(100), default=None)
     # Its unique key, when created with one (unique_job_keys says who holds it now).
     unique_key: Mapped[str | None] = mapped_column(String(255), default=None)
+    # What a task set as the job's result (a JSON object); its outputs are JobAssets.
+    result: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
     priority: Mapped[Priority] = mapped_column(EnumText(Priority))
     status: Mapped[JobStatus] = mapped_column(EnumText(JobStatus))
     percentage: Mapped[int] = mapped_column(SmallInteger, default=0)
@@ -299,6 +301,26 @@ class UniqueJobKey(Base):
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+
+
+class JobAsset(Base):
+    """An output a job's task recorded (migration 0011): its type, where it is (a URL or
+    a path) and, when known, its size and a name."""
+
+    __tablename__ = "job_assets"
+    __table_args__ = (Index("ix_job_assets_job_id_created_at", "job_id", "created_at"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    task_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    type: Mapped[str] = mapped_column(String(50))
+    uri: Mapped[str] = mapped_column(String(2000))
+    size_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    name: Mapped[str | None] = mapped_column(String(200), default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # Its place among the assets recorded in the same call, which share `created_at`.
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    principal: Mapped[str | None] = mapped_column(String(100), default=None)
 
 
 # The tables, typed as such, for Core statements on the hot paths.

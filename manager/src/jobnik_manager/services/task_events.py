@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import now_in, principal_in
-from ..db.models import EVENTS, Event
+from ..db.models import EVENTS, Event, Task
 from ..domain.errors import LeaseLost, RuleViolation
 from ..domain.leases import lease_is_live
 from ..domain.moves import task_entry
@@ -32,19 +33,26 @@ class NewTaskEvent:
     lease_id: uuid.UUID | None = None
 
 
+def holder_only(task: Task, lease_id: uuid.UUID | None, now: datetime, what: str) -> bool:
+    """Whether `task` runs, after checking that a caller naming `lease_id` may add `what`
+    to it: while it runs, only the holder of its live lease may (LeaseLost otherwise)."""
+    running = task.status is TaskStatus.IN_PROGRESS
+    if running and lease_id is None:
+        raise RuleViolation(
+            f"leaseId is required while the task runs: only its holder adds {what}",
+            code="VALIDATION_ERROR",
+        )
+    if lease_id is not None and not lease_is_live(
+        task.status, task.lease_id, task.lease_expires_at, lease_id, now
+    ):
+        raise LeaseLost()
+    return running
+
+
 async def add_task_event(s: AsyncSession, task_id: uuid.UUID, new: NewTaskEvent) -> Event:
     now = now_in(s)
     task = await load_task(s, task_id)
-    running = task.status is TaskStatus.IN_PROGRESS
-    if running and new.lease_id is None:
-        raise RuleViolation(
-            "leaseId is required while the task runs: only its holder adds to its history",
-            code="VALIDATION_ERROR",
-        )
-    if new.lease_id is not None and not lease_is_live(
-        task.status, task.lease_id, task.lease_expires_at, new.lease_id, now
-    ):
-        raise LeaseLost()
+    running = holder_only(task, new.lease_id, now, "to its history")
     entry = task_entry(
         job_id=task.job_id,
         task_id=task.id,

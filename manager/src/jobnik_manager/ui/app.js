@@ -433,12 +433,14 @@ function jobPage(jobId) {
   const stagesBox = h("section", { "aria-labelledby": "stages-heading" });
   const tasksBox = h("section", { "aria-labelledby": "tasks-heading" });
   const eventsBox = h("section", { "aria-labelledby": "events-heading" });
+  // What the job produced: its result and its tasks' assets, shown when there are any.
+  const outputsBox = h("section", { "aria-labelledby": "outputs-heading", id: "outputs" });
   // Drawn from the latest moves, fetched only while it is open.
   const chart = h("div", { id: "timeline" });
   const timelineBox = h("details", { class: "timeline-box" },
     h("summary", {}, "Timeline: stages and task runs over time"), chart);
   timelineBox.addEventListener("toggle", () => { if (timelineBox.open) renderTimeline(state.job); });
-  view.replaceChildren(h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")), notice, head, stagesBox, timelineBox, tasksBox, eventsBox);
+  view.replaceChildren(h("p", {}, h("a", { href: "#/jobs" }, "← All jobs")), notice, head, outputsBox, stagesBox, timelineBox, tasksBox, eventsBox);
 
   async function renderTimeline(job) {
     if (!timelineBox.open || !job) return;
@@ -623,6 +625,33 @@ function jobPage(jobId) {
       pager(state.eventsPage, pages, (p) => { state.eventsPage = p; refresh(); }, "events"));
   }
 
+  async function renderOutputs(job) {
+    let assets;
+    try {
+      assets = await api("GET", `/v1/jobs/${jobId}/assets${query({ page: 1, page_size: OUTPUTS_SHOWN })}`);
+    } catch (err) {
+      outputsBox.replaceChildren(errorBox(err));
+      return;
+    }
+    if (job.result === undefined && !assets.total) {
+      outputsBox.replaceChildren();
+      return;
+    }
+    const rows = assets.items.map((a) => h("tr", {},
+      h("td", {}, a.type),
+      h("td", {}, a.name || "—"),
+      h("td", { class: "mono" }, /^https?:\/\//.test(a.uri) ? h("a", { href: a.uri, rel: "noopener noreferrer" }, a.uri) : a.uri),
+      h("td", {}, a.sizeBytes === undefined ? "—" : bytes(a.sizeBytes)),
+      h("td", { class: "mono hide-narrow" }, a.taskId ? a.taskId.slice(0, 8) : "—"),
+      h("td", { class: "hide-narrow" }, when(a.createdAt))));
+    outputsBox.replaceChildren(
+      h("h2", { id: "outputs-heading" }, "What it produced"),
+      job.result !== undefined ? h("div", {}, h("h3", {}, "Result"), h("pre", { id: "job-result" }, JSON.stringify(job.result, null, 2))) : null,
+      assets.total ? h("div", {},
+        h("h3", {}, assets.total > assets.items.length ? `Assets (the first ${assets.items.length} of ${assets.total})` : `Assets (${assets.total})`),
+        listTable(["Type", "Name", "Where", "Size", { narrow: "Task" }, { narrow: "Recorded" }], rows)) : null);
+  }
+
   async function refresh() {
     let job;
     try {
@@ -639,7 +668,7 @@ function jobPage(jobId) {
     }
     const key = focusedKey();
     state.job = job;
-    await Promise.all([renderTasks(stages), renderEvents(), renderTimeline(job)]);
+    await Promise.all([renderTasks(stages), renderEvents(), renderTimeline(job), renderOutputs(job)]);
     renderHead(job);
     renderStages(job);
     restoreFocus(key);
@@ -661,10 +690,19 @@ async function fetchFor(box, path) {
   }
 }
 
-// A retry policy in words: "wait 5 s, ×2 each time, at most 5 min 0 s; jitter 50 %;
+const OUTPUTS_SHOWN = 100;
+
+function bytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+  return i === 0 ? `${n} B` : `${n.toFixed(1)} ${units[i]}`;
+}
+
+// A retry policy in words: "wait 5 s, 2 times longer each time, at most 5 min 0 s; jitter 50 %;
 // never retried: ValidationError".
 function retryPolicyText(p) {
-  const parts = [`wait ${age(p.initialDelaySeconds)}, ×${p.multiplier} each time, at most ${age(p.maxDelaySeconds)}`];
+  const parts = [`wait ${age(p.initialDelaySeconds)}, ${p.multiplier} times longer each time, at most ${age(p.maxDelaySeconds)}`];
   if (p.jitter) parts.push(`jitter ${Math.round(p.jitter * 100)} %`);
   if (p.nonRetryableErrors && p.nonRetryableErrors.length) parts.push(`never retried: ${p.nonRetryableErrors.join(", ")}`);
   return parts.join("; ");

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json as jsonlib
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -11,7 +12,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from .._client import JobnikClient
-from .._models import Job, JobStatus, Priority
+from .._models import Job, JobAsset, JobStatus, Page, Priority
 from . import output
 from ._run import JobArg, Json, Manager, Token, Url, chosen_job, run
 
@@ -104,14 +105,16 @@ def show(
     token: Token = None,
     json: Json = False,
 ) -> None:
-    """One job with its stages: status, task counts, progress, times, failure reasons."""
+    """One job with its stages: status, task counts, progress, times, failure reasons,
+    and what it produced (its result, and the assets its tasks recorded)."""
 
     manager, job_id = chosen_job(url, token, job_id)
 
-    async def work(client: JobnikClient) -> Job:
-        return await client.get_job(job_id, with_stages=True)
+    async def work(client: JobnikClient) -> tuple[Job, Page[JobAsset]]:
+        job = await client.get_job(job_id, with_stages=True)
+        return job, await client.list_job_assets(job_id, page_size=_ASSETS_SHOWN)
 
-    job = run(manager, work)
+    job, assets = run(manager, work)
     if json:
         output.print_json(job)
         return
@@ -134,6 +137,8 @@ def show(
         rows.append(("reason", escape(job.reason)))
     if job.failed_task_id:
         rows.append(("failed task", f"{job.failed_task_id} (stage {job.failed_stage_id})"))
+    if job.result is not None:
+        rows.append(("result", escape(jsonlib.dumps(job.result, ensure_ascii=False))))
     for key, value in rows:
         head.add_row(key, value)
     console.print(head)
@@ -166,6 +171,25 @@ def show(
             escape(stage.reason or ""),
         )
     console.print(stages)
+    if assets.items:
+        console.print(_assets_table(assets))
+
+
+_ASSETS_SHOWN = 100
+
+
+def _assets_table(assets: Page[JobAsset]) -> Table:
+    more = assets.total - len(assets.items)
+    title = f"assets ({assets.total})" + (f", the first {len(assets.items)}" if more else "")
+    table = Table(title=title, title_justify="left", show_edge=False)
+    for column in ("type", "name", "uri", "size", "task"):
+        table.add_column(column, no_wrap=column in ("type", "size"))
+    for a in assets.items:
+        size = "" if a.size_bytes is None else f"{a.size_bytes:,} B"
+        table.add_row(
+            escape(a.type), escape(a.name or ""), escape(a.uri), size, str(a.task_id or "")[:8]
+        )
+    return table
 
 
 def _bar(done: float) -> Table:

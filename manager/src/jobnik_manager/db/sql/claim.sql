@@ -159,7 +159,7 @@ SELECT stages.*,
        jobs.failed_task_id AS job_failed_task_id,
        jobs.failed_stage_id AS job_failed_stage_id, jobs.not_before AS job_not_before,
        jobs.deadline AS job_deadline, jobs.partial AS job_partial,
-       jobs.unique_key AS job_unique_key
+       jobs.unique_key AS job_unique_key, jobs.result AS job_result
 FROM stages JOIN jobs ON jobs.id = stages.job_id
 WHERE stages.id = ANY (:stage_ids::uuid[])
 ORDER BY stages.id
