@@ -164,6 +164,7 @@ TABLES = (
     "stages",
     "unique_job_keys",
     "job_assets",
+    "dead_letter_discards",
     "jobs",
     "idempotency_keys",
     "outbox",

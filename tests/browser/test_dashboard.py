@@ -352,6 +352,38 @@ def test_a_jobs_result_and_assets_are_shown_with_the_job(  # type: ignore[no-unt
     assert page.offsite.urls == []
 
 
+def test_dead_letters_are_listed_retried_and_discarded_from_the_page(  # type: ignore[no-untyped-def]
+    signed_in, dashboard: Deployment
+) -> None:
+    page = signed_in
+    with producer(dashboard) as http:
+        retried = create_job(http, [{"type": "T14", "data": {}, "tasks": [{"data": {}}]}])
+        dropped = create_job(http, [{"type": "T14", "data": {}, "tasks": [{"data": {}}]}])
+    with as_worker(dashboard, "T14") as http:
+        first = fail_one(http, "T14", "tile server 502")
+        second = fail_one(http, "T14", "bad input")
+    page.goto(f"{dashboard.url}/ui")
+    page.get_by_role("link", name="Dead letters").click()
+    expect(page.get_by_role("heading", name="Dead letters")).to_be_visible(timeout=WAIT)
+    row_first = page.locator(f'tr[data-task-id="{first["id"]}"]')
+    row_second = page.locator(f'tr[data-task-id="{second["id"]}"]')
+    expect(row_first).to_contain_text("tile server 502", timeout=WAIT)
+    expect(row_second).to_contain_text("bad input")
+    expect(row_first.get_by_role("link", name=retried["name"])).to_be_visible()
+    page.screenshot(path=str(SHOTS / "dead-letters.png"), full_page=True)
+
+    row_first.get_by_role("button", name="Retry").click()
+    confirm(page)
+    expect(row_first).to_have_count(0, timeout=WAIT)
+    row_second.get_by_role("button", name="Discard").click()
+    confirm(page)
+    expect(row_second).to_have_count(0, timeout=WAIT)
+    with producer(dashboard) as http:
+        assert http.get(f"/v1/jobs/{retried['id']}").json()["status"] == "IN_PROGRESS"
+        assert http.get(f"/v1/jobs/{dropped['id']}").json()["status"] == "FAILED"
+    assert page.offsite.urls == []
+
+
 POLICY = {
     "initialDelaySeconds": 0,
     "multiplier": 3,

@@ -546,3 +546,35 @@ def test_show_prints_what_the_job_produced(base_url: str) -> None:
     ]
     as_data = json.loads(jobnik(base_url, "jobs", "show", job["id"], "--json").stdout)
     assert as_data["result"] == result
+
+
+def test_dead_letters_listed_discarded_and_retried(base_url: str) -> None:
+    jobs = [new_job(base_url, 1) for _ in range(2)]
+    kind = jobs[0]["stages"][0]["type"]
+    tasks = []
+    for job in jobs:
+        stage_type = job["stages"][0]["type"]
+        claimed = httpx.patch(f"{base_url}/v1/stages/{stage_type}/tasks/dequeue", headers=admin())
+        body = {"status": "FAILED", "leaseId": claimed.json()["leaseId"], "reason": "disk full"}
+        failed = httpx.put(
+            f"{base_url}/v1/tasks/{claimed.json()['id']}/status", json=body, headers=admin()
+        )
+        assert failed.status_code == 200, failed.text
+        tasks.append(claimed.json()["id"])
+    shown = jobnik(base_url, "dead-letters", "--type", kind, COLUMNS="160")
+    assert shown.exit_code == 0, shown.stderr
+    assert "1 dead letters" in shown.stdout and tasks[0] in shown.stdout
+    assert "disk full" in shown.stdout
+    as_data = json.loads(jobnik(base_url, "dead-letters", "--json").stdout)
+    assert {tasks[0], tasks[1]} <= {item["task"]["id"] for item in as_data["items"]}
+    discarded = jobnik(base_url, "dead-letters", "discard", tasks[0])
+    assert discarded.exit_code == 0, discarded.stderr
+    assert "discarded 1 dead letters" in discarded.stdout
+    retried = jobnik(base_url, "dead-letters", "retry", tasks[0], tasks[1])
+    assert retried.exit_code == 0, retried.stderr
+    assert "retried 1 dead letters" in retried.stdout
+    assert f"skipped {tasks[0]}" in retried.stdout
+    job = httpx.get(f"{base_url}/v1/jobs/{jobs[1]['id']}", headers=admin()).json()
+    assert job["status"] == "IN_PROGRESS"
+    neither = jobnik(base_url, "dead-letters", "retry")
+    assert neither.exit_code != 0 and "one of them" in neither.stderr

@@ -122,6 +122,9 @@ CASES = [
     Case("task assets", "POST", "/v1/tasks/{task}/assets", WORKERS, {"assets": [ASSET]}),
     Case("job result", "PUT", "/v1/tasks/{task}/job-result", WORKERS, {"result": {"n": 1}}),
     Case("job assets", "GET", "/v1/jobs/{job}/assets", READERS),
+    Case("dead letters", "GET", "/v1/dead-letters", LISTERS),
+    Case("retry dead letters", "POST", "/v1/dead-letters/retry", OPERATE, {"stageType": A}),
+    Case("discard dead letters", "POST", "/v1/dead-letters/discard", OPERATE, {"stageType": A}),
     # Where a handler's progress goes: its worker writes it too.
     Case("task metadata", "PATCH", "/v1/tasks/{task}/user-metadata", ANNOTATE, {"k": 1}),
     Case("list tokens", "GET", "/v1/tokens", {"admin"}),

@@ -20,7 +20,18 @@ from .api.errors import install_error_handlers, route_methods
 from .api.fast_lane import install_fast_lane
 from .api.guard import InputGuard
 from .api.openapi import install_openapi
-from .api.routes import health, jobs, outputs, stage_types, stages, tasks, tokens, ui, workers
+from .api.routes import (
+    dead_letters,
+    health,
+    jobs,
+    outputs,
+    stage_types,
+    stages,
+    tasks,
+    tokens,
+    ui,
+    workers,
+)
 from .db.engine import Database, TransactionHook
 from .dispatch.outbox import Outbox
 from .dispatch.relay import Relay
@@ -89,13 +100,14 @@ def create_app(
     install_openapi(app)
     # What a 405's Allow and the documented-method check read (api/errors.py).
     routers = [
-        m.router for m in (health, jobs, outputs, stages, stage_types, tasks, tokens, workers)
+        m.router
+        for m in (health, jobs, outputs, stages, stage_types, tasks, tokens, workers, dead_letters)
     ]
     app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
     app.include_router(ui.router)  # the dashboard at /ui
     app.mount(ui.ASSETS_PATH, ui.assets(), name="ui-assets")
-    for module in (jobs, outputs, stages, stage_types, tasks, tokens, workers):
+    for module in (jobs, outputs, stages, stage_types, tasks, tokens, workers, dead_letters):
         app.include_router(
             module.router,
             dependencies=[Depends(documented_method), Depends(known_query_only)],

@@ -36,6 +36,9 @@ from ._exceptions import (
 from ._handler import Handler
 from ._logs import TaskLogFilter
 from ._models import (
+    DeadLetter,
+    DeadLettersHandled,
+    DeadLetterSkip,
     Event,
     Job,
     JobAsset,
@@ -49,6 +52,7 @@ from ._models import (
     StageStatus,
     Summary,
     Task,
+    TaskFailure,
     TaskRetryPolicy,
     TaskStatus,
 )
@@ -72,6 +76,9 @@ __all__ = [
     "ClaimedTasks",
     "ConflictError",
     "ConsumerClient",
+    "DeadLetter",
+    "DeadLetterSkip",
+    "DeadLettersHandled",
     "Event",
     "Handler",
     "HeartbeatAnswer",
@@ -102,6 +109,7 @@ __all__ = [
     "Summary",
     "Task",
     "TaskContext",
+    "TaskFailure",
     "TaskHeartbeat",
     "TaskLogFilter",
     "TaskOutcome",

@@ -229,6 +229,45 @@ class JobAsset(NewAsset):
     created_at: datetime
 
 
+class TaskFailure(_Wire):
+    """One failed attempt of a task: RETRIED when attempts were left, FAILED for the last."""
+
+    time: datetime
+    attempt: int | None = None
+    status: TaskStatus
+    reason: str | None = None
+    worker: str | None = None
+
+
+class DeadLetter(_Wire):
+    """A task that failed for good (`list_dead_letters`), with its job and its failed
+    attempts, oldest first (the latest 20)."""
+
+    task: Task
+    job_id: uuid.UUID
+    job_name: str
+    job_status: JobStatus
+    stage_type: str
+    errors: list[TaskFailure] = Field(default_factory=list)
+
+
+class DeadLetterSkip(_Wire):
+    """A dead letter a retry or a discard left alone, and why (`code`, `message`)."""
+
+    task_id: uuid.UUID
+    code: str
+    message: str
+
+
+class DeadLettersHandled(_Wire):
+    """What `retry_dead_letters` or `discard_dead_letters` did: the `tasks` it took
+    (and, for a retry, the FAILED `jobs` it replayed), and those it `skipped`."""
+
+    tasks: list[uuid.UUID]
+    jobs: list[uuid.UUID] = Field(default_factory=list)
+    skipped: list[DeadLetterSkip] = Field(default_factory=list)
+
+
 ItemT = TypeVar("ItemT")
 
 

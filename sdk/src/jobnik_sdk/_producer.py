@@ -9,6 +9,8 @@ from urllib.parse import quote
 
 from ._http import Http, ParamValue
 from ._models import (
+    DeadLetter,
+    DeadLettersHandled,
     EntityId,
     Event,
     Job,
@@ -376,6 +378,45 @@ class ProducerCalls:
         response = await self._http.request("GET", "/v1/workers")
         items: list[dict[str, Any]] = response.json()["items"]
         return items
+
+    async def list_dead_letters(
+        self,
+        *,
+        stage_type: str | None = None,
+        job_id: EntityId | None = None,
+        page: int = 1,
+        page_size: int = 10,
+    ) -> Page[DeadLetter]:
+        """One page of the tasks that failed for good and were not discarded, the latest
+        first, each with its job and failed attempts (`GET /v1/dead-letters`)."""
+        query = {"stage_type": stage_type, "job_id": _id(job_id)}
+        return await self._page(Page[DeadLetter], "/v1/dead-letters", page, page_size, query)
+
+    async def retry_dead_letters(
+        self, task_ids: Sequence[EntityId] | None = None, *, stage_type: str | None = None
+    ) -> DeadLettersHandled:
+        """Replay the FAILED job of each of these dead letters (up to 100 ids), or of every
+        one of `stage_type`: their failed stages run again. An operator's or admin's
+        token with auth on."""
+        return await self._dead_letters("retry", task_ids, stage_type)
+
+    async def discard_dead_letters(
+        self, task_ids: Sequence[EntityId] | None = None, *, stage_type: str | None = None
+    ) -> DeadLettersHandled:
+        """Take these dead letters (or every one of `stage_type`) off the list, without
+        retrying them; the tasks stay FAILED."""
+        return await self._dead_letters("discard", task_ids, stage_type)
+
+    async def _dead_letters(
+        self, verb: str, task_ids: Sequence[EntityId] | None, stage_type: str | None
+    ) -> DeadLettersHandled:
+        body: dict[str, Any] = {}
+        if task_ids is not None:
+            body["taskIds"] = [str(t) for t in task_ids]
+        if stage_type is not None:
+            body["stageType"] = stage_type
+        response = await self._http.request("POST", f"/v1/dead-letters/{verb}", json=body)
+        return DeadLettersHandled.model_validate_json(response.content)
 
     async def _page(
         self,

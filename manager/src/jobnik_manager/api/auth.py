@@ -68,6 +68,10 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("GET", "/v1/tasks"): Action.LIST,
     ("GET", "/v1/stage-types"): Action.LIST,  # queue figures over all jobs, as on /metrics
     ("GET", "/v1/workers"): Action.LIST,  # who claims, over all jobs, like the above
+    ("GET", "/v1/dead-letters"): Action.LIST,  # a producer's own jobs' only
+    # Over many jobs at once: for those who may retry any job.
+    ("POST", "/v1/dead-letters/retry"): Action.RETRY,
+    ("POST", "/v1/dead-letters/discard"): Action.RETRY,
     ("PUT", "/v1/stage-types/{stageType}/pause"): Action.QUEUES,
     ("DELETE", "/v1/stage-types/{stageType}/pause"): Action.QUEUES,
     ("POST", "/v1/jobs"): Action.CREATE,

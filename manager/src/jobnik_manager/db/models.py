@@ -147,6 +147,8 @@ class Task(Base):
         ),
         # Retries waiting out their delay, and scheduled tasks, by due time.
         _partial_index("ix_tasks_not_before", "not_before", "not_before IS NOT NULL"),
+        # The dead letters: tasks FAILED for good, by when they ended.
+        _partial_index("ix_tasks_failed", "end_time", "status = 'FAILED'"),
     )
 
     # Insertion order: the oldest-first tie-break between tasks of equal priority.
@@ -320,6 +322,18 @@ class JobAsset(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     # Its place among the assets recorded in the same call, which share `created_at`.
     position: Mapped[int] = mapped_column(Integer, default=0)
+    principal: Mapped[str | None] = mapped_column(String(100), default=None)
+
+
+class DeadLetterDiscard(Base):
+    """A FAILED task an operator took off the dead letters (migration 0012), kept with
+    its job so that deleting the job deletes it."""
+
+    __tablename__ = "dead_letter_discards"
+
+    task_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(Uuid, index=True)
+    discarded_at: Mapped[datetime] = mapped_column(UtcDateTime)
     principal: Mapped[str | None] = mapped_column(String(100), default=None)
 
 

@@ -16,7 +16,7 @@ from sqlalchemy import ColumnElement, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database
-from ..db.models import Event, Job, JobAsset, Stage, Task
+from ..db.models import DeadLetterDiscard, Event, Job, JobAsset, Stage, Task
 from ..domain.statuses import JobStatus
 
 BATCH = 500
@@ -72,6 +72,7 @@ async def delete_some(s: AsyncSession, before: datetime) -> Deleted:
     tasks = await s.execute(delete(Task).where(Task.job_id.in_(ids)))
     stages = await s.execute(delete(Stage).where(Stage.job_id.in_(ids)))
     await s.execute(delete(JobAsset).where(JobAsset.job_id.in_(ids)))
+    await s.execute(delete(DeadLetterDiscard).where(DeadLetterDiscard.job_id.in_(ids)))
     jobs = await s.execute(
         delete(Job).where(Job.id.in_(ids), Job.status.in_(_FINAL)).returning(Job.id)
     )

@@ -13,7 +13,7 @@ from jobnik_protocol.wire import SystemReason
 
 from ..db.bulk import insert_new
 from ..db.engine import now_in
-from ..db.models import Job, JobAsset, Stage, Task
+from ..db.models import DeadLetterDiscard, Job, JobAsset, Stage, Task
 from ..domain.errors import RuleViolation
 from ..domain.moves import JOB_CREATED, job_move
 from ..domain.progress import job_percentage, resumed_job_status
@@ -202,4 +202,5 @@ async def delete_job(s: AsyncSession, job_id: uuid.UUID) -> None:
     await s.execute(delete(Task).where(Task.job_id == job_id))
     await s.execute(delete(Stage).where(Stage.job_id == job_id))
     await s.execute(delete(JobAsset).where(JobAsset.job_id == job_id))
+    await s.execute(delete(DeadLetterDiscard).where(DeadLetterDiscard.job_id == job_id))
     await s.execute(delete(Job).where(Job.id == job_id))

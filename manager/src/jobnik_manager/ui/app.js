@@ -1,6 +1,6 @@
 // Jobnik dashboard: plain JavaScript over the manager's REST API, no build step.
 // Routes (in the URL's hash): #/jobs?status=&priority=&name=&page=, #/jobs/<id>,
-// #/stage-types and #/workers
+// #/stage-types, #/workers and #/dead-letters
 "use strict";
 
 const STATUSES = ["PENDING", "IN_PROGRESS", "PAUSED", "COMPLETED", "FAILED", "ABORTED"];
@@ -788,6 +788,54 @@ function workersPage() {
   return { refresh };
 }
 
+function deadLettersPage() {
+  const box = h("section", { "aria-labelledby": "dead-heading" });
+  const notice = h("div", {});
+  const note = h("p", { class: "muted" }, "Tasks that failed for good, the latest first, with the reason of their last failure. Retry replays the task's FAILED job (its failed stage runs again); Discard takes the task off this list and leaves it FAILED.");
+  view.replaceChildren(h("h1", { id: "dead-heading" }, "Dead letters"), note, notice, box);
+  document.title = "Dead letters · Jobnik";
+
+  async function handle(verb, d) {
+    const retrying = verb === "retry";
+    const text = retrying
+      ? `Retry job “${d.jobName}”? Its failed stage runs again, this task with fresh attempts.`
+      : `Discard task ${d.task.id.slice(0, 8)} of “${d.jobName}” from the dead letters? It stays FAILED.`;
+    if (!(await confirmAction(retrying ? "Retry dead letter?" : "Discard dead letter?", text, retrying ? "Retry" : "Discard", !retrying))) return;
+    try {
+      const done = await api("POST", `/v1/dead-letters/${verb}`, { taskIds: [d.task.id] });
+      notice.replaceChildren(...done.skipped.map((k) => h("div", { class: "error", role: "status" }, k.message)));
+      say(`${retrying ? "Retried" : "Discarded"}: ${done.tasks.length} task`);
+    } catch (err) {
+      notice.replaceChildren(errorBox(err));
+    }
+    await refresh();
+  }
+
+  async function refresh() {
+    const data = await fetchFor(box, `/v1/dead-letters${query({ page: 1, page_size: 50 })}`);
+    if (!data) return;
+    const rows = data.items.map((d) => {
+      const last = d.errors.length ? d.errors[d.errors.length - 1].reason : d.task.reason;
+      return h("tr", { "data-task-id": d.task.id },
+        h("td", { class: "mono", title: d.task.id }, d.task.id.slice(0, 8)),
+        h("td", {}, h("a", { href: `#/jobs/${d.jobId}` }, d.jobName), " ", statusBadge(d.jobStatus)),
+        h("td", { class: "mono" }, d.stageType),
+        h("td", { class: "num" }, d.task.attempts),
+        h("td", { class: "hide-narrow" }, when(d.task.endTime)),
+        h("td", { class: "reason" }, last || "—"),
+        h("td", {}, h("div", { class: "buttons" },
+          d.jobStatus === "FAILED" ? h("button", { type: "button", "data-key": `retry-${d.task.id}`, onclick: () => handle("retry", d) }, "Retry") : null,
+          h("button", { type: "button", class: "secondary", "data-key": `discard-${d.task.id}`, onclick: () => handle("discard", d) }, "Discard"))));
+    });
+    const more = data.total > data.items.length ? h("p", { class: "muted" }, `The latest ${data.items.length} of ${data.total}.`) : null;
+    keepFocus(() => box.replaceChildren(data.items.length
+      ? h("div", {}, listTable(["Task", "Job", "Stage type", "Attempts", { narrow: "Ended" }, "Last error", "Actions"], rows, "Dead letters"), more || "")
+      : h("p", {}, "No task has failed for good.")));
+    say(`${data.total} dead letters`);
+  }
+  return { refresh };
+}
+
 // ---- routing -------------------------------------------------------------------------
 
 async function route() {
@@ -795,7 +843,7 @@ async function route() {
   const [path, search] = hash.slice(1).split("?");
   const params = new URLSearchParams(search || "");
   const match = path.match(/^\/jobs\/([0-9a-fA-F-]{36})$/);
-  const pages = { "/stage-types": stageTypesPage, "/workers": workersPage };
+  const pages = { "/stage-types": stageTypesPage, "/workers": workersPage, "/dead-letters": deadLettersPage };
   const page = match ? jobPage(match[1]) : pages[path] ? pages[path]() : jobsPage(params);
   current = page;
   await page.refresh();
