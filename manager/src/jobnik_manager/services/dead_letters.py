@@ -104,7 +104,7 @@ async def list_dead_letters(
             q.order_by(Task.end_time.desc(), Task.id).offset(page.offset).limit(page.page_size)
         )
     ).all()
-    errors = await _errors(s, [task.id for task, _, _ in rows])
+    errors = await _errors(s, [(task.job_id, task.id) for task, _, _ in rows])
     letters = [
         DeadLetter(task=task, job_name=name, job_status=status, errors=errors.get(task.id, []))
         for task, name, status in rows
@@ -112,13 +112,17 @@ async def list_dead_letters(
     return total or 0, letters
 
 
-async def _errors(s: AsyncSession, task_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[Failure]]:
-    if not task_ids:
+async def _errors(
+    s: AsyncSession, tasks: list[tuple[uuid.UUID, uuid.UUID]]
+) -> dict[uuid.UUID, list[Failure]]:
+    """The failed attempts of these (job, task) pairs: read by job, the events' index."""
+    if not tasks:
         return {}
     found = await s.execute(
         select(Event)
         .where(
-            Event.task_id.in_(task_ids),
+            Event.job_id.in_({job_id for job_id, _ in tasks}),
+            Event.task_id.in_([task_id for _, task_id in tasks]),
             Event.entity == "TASK",
             Event.from_status == TaskStatus.IN_PROGRESS,
             Event.to_status.in_([TaskStatus.FAILED, TaskStatus.RETRIED]),

@@ -14,7 +14,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import now_in, principal_in
-from ..db.models import JOBS, Job, JobAsset
+from ..db.models import JOBS, JobAsset
 from .loading import load_job, load_task
 from .task_events import holder_only
 
@@ -56,15 +56,13 @@ async def add_assets(
 
 async def set_job_result(
     s: AsyncSession, task_id: uuid.UUID, result: dict[str, Any], lease_id: uuid.UUID | None
-) -> Job:
-    """Set the task's job's result (the last one set stands); answers the job."""
+) -> uuid.UUID:
+    """Set the task's job's result (the last one set stands); answers the job's id."""
     now = now_in(s)
     task = await load_task(s, task_id)
     holder_only(task, lease_id, now, "its job's result")
     await s.execute(update(JOBS).where(JOBS.c.id == task.job_id).values(result=result))
-    job = await load_job(s, task.job_id)
-    await s.refresh(job)
-    return job
+    return task.job_id
 
 
 async def list_assets(

@@ -68,11 +68,9 @@ async def add_assets(
 async def set_job_result(db: DatabaseDep, taskId: uuid.UUID, payload: JobResultIn) -> Response:
     """Set the result of the task's job (a JSON object; the last one set stands)."""
 
-    async def work(s: AsyncSession) -> uuid.UUID:
-        job = await job_outputs.set_job_result(s, taskId, payload.result, payload.lease_id)
-        return job.id
-
-    job_id = await in_transaction(db, work)
+    job_id = await in_transaction(
+        db, job_outputs.set_job_result, taskId, payload.result, payload.lease_id
+    )
     return job_response(*await reads.job(db, job_id))
 
 
