@@ -30,6 +30,11 @@ def create_job(http: httpx.Client, stages: list[dict[str, Any]]) -> dict[str, An
     return answer.json()  # type: ignore[no-any-return]
 
 
+def one_task_job(http: httpx.Client, stage_type: str) -> dict[str, Any]:
+    """A job of one stage of `stage_type` holding one task."""
+    return create_job(http, [{"type": stage_type, "data": {}, "tasks": [{"data": {}}]}])
+
+
 def producer(dashboard: Deployment) -> httpx.Client:
     return httpx.Client(base_url=dashboard.url, timeout=10, headers=dashboard.headers("producer"))
 
@@ -223,7 +228,7 @@ def test_a_failed_job_says_why_opens_on_its_failed_stage_and_is_retried_then_del
 def test_an_api_refusal_is_shown_as_the_api_words_it(signed_in, dashboard: Deployment) -> None:  # type: ignore[no-untyped-def]
     page = signed_in
     with producer(dashboard) as http:
-        job = create_job(http, [{"type": "T6", "data": {}, "tasks": [{"data": {}}]}])
+        job = one_task_job(http, "T6")
         page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
         expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)
         page.get_by_label("Live refresh").uncheck()  # the page still offers Pause...
@@ -242,7 +247,7 @@ def test_with_auth_on_the_page_asks_for_a_token_and_keeps_it_in_the_tab(  # type
 ) -> None:
     token = dashboard.token("operator")
     with producer(dashboard) as http:
-        job = create_job(http, [{"type": "T7", "data": {}, "tasks": [{"data": {}}]}])
+        job = one_task_job(http, "T7")
     page.goto(f"{dashboard.url}/ui")
     dialog = page.locator("dialog#token-dialog")
     expect(dialog).to_be_visible(timeout=WAIT)
@@ -288,7 +293,7 @@ def test_times_in_utc_or_the_local_zone_with_who_did_what_and_how_long_it_took( 
 ) -> None:
     page = signed_in
     with producer(dashboard) as http:
-        job = create_job(http, [{"type": "T10", "data": {}, "tasks": [{"data": {}}]}])
+        job = one_task_job(http, "T10")
     run_tasks(dashboard, "T10", 1)
     page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
     expect(page.locator("#job-status")).to_have_text("COMPLETED", timeout=WAIT)
@@ -316,7 +321,7 @@ def test_a_jobs_result_and_assets_are_shown_with_the_job(  # type: ignore[no-unt
 ) -> None:
     page = signed_in
     with producer(dashboard) as http:
-        job = create_job(http, [{"type": "T13", "data": {}, "tasks": [{"data": {}}]}])
+        job = one_task_job(http, "T13")
         # A job without outputs shows no such section.
         page.goto(f"{dashboard.url}/ui#/jobs/{job['id']}")
         expect(stage_status(page, 1)).to_have_text("PENDING", timeout=WAIT)
@@ -357,8 +362,8 @@ def test_dead_letters_are_listed_retried_and_discarded_from_the_page(  # type: i
 ) -> None:
     page = signed_in
     with producer(dashboard) as http:
-        retried = create_job(http, [{"type": "T14", "data": {}, "tasks": [{"data": {}}]}])
-        dropped = create_job(http, [{"type": "T14", "data": {}, "tasks": [{"data": {}}]}])
+        retried = one_task_job(http, "T14")
+        dropped = one_task_job(http, "T14")
     with as_worker(dashboard, "T14") as http:
         first = fail_one(http, "T14", "tile server 502")
         second = fail_one(http, "T14", "bad input")
@@ -472,7 +477,7 @@ def test_the_workers_page_lists_live_workers_and_drops_one_that_stopped(  # type
 def test_usable_by_keyboard_and_at_375_px(signed_in, dashboard: Deployment) -> None:  # type: ignore[no-untyped-def]
     page = signed_in
     with producer(dashboard) as http:
-        job = create_job(http, [{"type": "T9", "data": {}, "tasks": [{"data": {}}]}])
+        job = one_task_job(http, "T9")
     page.set_viewport_size({"width": 375, "height": 800})
     page.goto(f"{dashboard.url}/ui")
     expect(page.get_by_role("heading", name="Jobs")).to_be_visible(timeout=WAIT)

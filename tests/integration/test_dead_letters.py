@@ -22,15 +22,19 @@ async def failed_job(api: Api, stage_type: str, *reasons: str) -> tuple[dict[str
     stage = await api.create_stage(job["id"], stage_type)
     (task,) = await api.create_tasks(stage["id"], maxAttempts=len(reasons))
     for reason in reasons:
-        claimed = await api.dequeue(stage_type)
-        assert claimed is not None and claimed["id"] == task["id"]
-        await api.call(
-            "PUT",
-            f"/v1/tasks/{task['id']}/status",
-            json={"status": "FAILED", "leaseId": claimed["leaseId"], "reason": reason},
-        )
+        claimed = await claim_and_report(api, stage_type, "FAILED", reason=reason)
+        assert claimed["id"] == task["id"]
     assert (await api.job(job["id"]))["status"] == "FAILED"
     return job, task["id"]
+
+
+async def claim_and_report(api: Api, stage_type: str, status: str, **body: Any) -> dict[str, Any]:
+    """Claim a task of the stage type and report it `status`; the task as claimed."""
+    claimed = await api.dequeue(stage_type)
+    assert claimed is not None
+    report = {"status": status, "leaseId": claimed["leaseId"], **body}
+    await api.call("PUT", f"/v1/tasks/{claimed['id']}/status", json=report)
+    return claimed
 
 
 async def letters(api: Api, **params: Any) -> dict[str, Any]:
@@ -88,20 +92,8 @@ async def test_retry_skips_what_it_cannot_replay(api: Api) -> None:
     job = await api.create_job()
     stage = await api.create_stage(job["id"], kind, allowedFailures=1)
     await api.create_tasks(stage["id"], 2)
-    failing = await api.dequeue(kind)
-    assert failing is not None
-    await api.call(
-        "PUT",
-        f"/v1/tasks/{failing['id']}/status",
-        json={"status": "FAILED", "leaseId": failing["leaseId"]},
-    )
-    other = await api.dequeue(kind)
-    assert other is not None
-    await api.call(
-        "PUT",
-        f"/v1/tasks/{other['id']}/status",
-        json={"status": "COMPLETED", "leaseId": other["leaseId"]},
-    )
+    failing = await claim_and_report(api, kind, "FAILED")
+    other = await claim_and_report(api, kind, "COMPLETED")
     assert (await api.job(job["id"]))["status"] == "COMPLETED"
     # A failure its stage allowed is a dead letter, but its job cannot be replayed.
     assert (await letters(api, stage_type=kind))["total"] == 1

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ..db.engine import now_in, principal_in
 from ..db.models import JOBS, JobAsset
 from .loading import load_job, load_task
+from .pages import PageRequest
 from .task_events import holder_only
 
 
@@ -66,7 +67,7 @@ async def set_job_result(
 
 
 async def list_assets(
-    s: AsyncSession, job_id: uuid.UUID, page: int, page_size: int
+    s: AsyncSession, job_id: uuid.UUID, page: PageRequest
 ) -> tuple[int, list[JobAsset]]:
     """One page of the job's assets, oldest first, and how many it has."""
     await load_job(s, job_id)  # 404 for a job that is not there
@@ -75,7 +76,7 @@ async def list_assets(
         select(JobAsset)
         .where(JobAsset.job_id == job_id)
         .order_by(JobAsset.created_at, JobAsset.position)
-        .offset((page - 1) * page_size)
-        .limit(page_size)
+        .offset(page.offset)
+        .limit(page.page_size)
     )
     return total or 0, list(found)

@@ -82,9 +82,5 @@ async def set_job_result(db: DatabaseDep, taskId: uuid.UUID, payload: JobResultI
 )
 async def list_assets(db: DatabaseDep, jobId: uuid.UUID, page: PageDep) -> Page[AssetOut]:
     """One page of the job's assets, in the order they were recorded."""
-
-    async def work(s: AsyncSession) -> Page[AssetOut]:
-        total, found = await job_outputs.list_assets(s, jobId, page.page, page.page_size)
-        return Page[AssetOut](total=total, items=[asset_out(a) for a in found])
-
-    return await in_transaction(db, work)
+    total, found = await in_transaction(db, job_outputs.list_assets, jobId, page)
+    return Page[AssetOut](total=total, items=[asset_out(a) for a in found])

@@ -13,17 +13,11 @@ from jobnik_manager.db.types import UtcDateTime
 revision: str = "0012"
 down_revision: str | None = "0011"
 
-_FAILED = "status = 'FAILED'"
-
 
 def upgrade() -> None:
-    op.create_index(
-        "ix_tasks_failed",
-        "tasks",
-        ["end_time"],
-        postgresql_where=sa.text(_FAILED),
-        sqlite_where=sa.text(_FAILED),
-    )
+    failed = sa.text("status = 'FAILED'")
+    index = ("ix_tasks_failed", "tasks", ["end_time"])
+    op.create_index(*index, postgresql_where=failed, sqlite_where=failed)
     op.create_table(
         "dead_letter_discards",
         sa.Column("task_id", sa.Uuid(), nullable=False),
