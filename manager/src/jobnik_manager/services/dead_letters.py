@@ -140,14 +140,14 @@ async def _errors(
 
 async def _selected(
     s: AsyncSession, selection: Selection, owner: str | None
-) -> list[tuple[uuid.UUID, uuid.UUID, JobStatus]]:
-    """The dead letters a selection names: (task, job, job status), in task id order."""
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """The dead letters a selection names: (task, job), in task id order."""
     f = DeadLetterFilter(owner=owner, stage_type=selection.stage_type)
-    q = _dead(f).with_only_columns(Task.id, Task.job_id, Job.status)
+    q = _dead(f).with_only_columns(Task.id, Task.job_id)
     if selection.task_ids:
         q = q.where(Task.id.in_(list(selection.task_ids)))
     rows = (await s.execute(q.order_by(Task.id).limit(MOST_SELECTED))).all()
-    return [(task_id, job_id, status) for task_id, job_id, status in rows]
+    return [(task_id, job_id) for task_id, job_id in rows]
 
 
 def _not_dead(task_ids: Sequence[uuid.UUID], found: set[uuid.UUID]) -> list[Skipped]:
@@ -159,16 +159,13 @@ def _not_dead(task_ids: Sequence[uuid.UUID], found: set[uuid.UUID]) -> list[Skip
 
 
 async def retry_dead_letters(db: Database, selection: Selection, owner: str | None) -> Retried:
-    """Replay the FAILED jobs of the selected dead letters, each job in a transaction of
-    its own (one that cannot be replayed does not hold up the others)."""
+    """Replay the jobs of the selected dead letters, each job in a transaction of its own
+    (one that cannot be replayed, not FAILED say, does not hold up the others: replay's
+    own refusal says why)."""
     chosen = await db.transaction(lambda s: _selected(s, selection, owner))
-    skipped = _not_dead(selection.task_ids, {task_id for task_id, _, _ in chosen})
+    skipped = _not_dead(selection.task_ids, {task_id for task_id, _ in chosen})
     by_job: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for task_id, job_id, status in chosen:
-        if status is not JobStatus.FAILED:
-            message = f"its job is {status}; only a FAILED job can be retried"
-            skipped.append(Skipped(task_id, "JOB_NOT_FAILED", message))
-            continue
+    for task_id, job_id in chosen:
         by_job.setdefault(job_id, []).append(task_id)
     jobs, tasks = [], []
     for job_id, task_ids in by_job.items():
@@ -191,9 +188,9 @@ async def discard_dead_letters(
     if chosen:
         rows = [
             {"task_id": t, "job_id": j, "discarded_at": now, "principal": principal}
-            for t, j, _ in chosen
+            for t, j in chosen
         ]
         table = DeadLetterDiscard.__table__
         await s.execute(insert_for(s, table).values(rows).on_conflict_do_nothing())
-    taken = [task_id for task_id, _, _ in chosen]
+    taken = [task_id for task_id, _ in chosen]
     return taken, _not_dead(selection.task_ids, set(taken))
