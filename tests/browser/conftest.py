@@ -66,9 +66,10 @@ class Offsite:
 
 
 @pytest.fixture
-def page(browser):  # type: ignore[no-untyped-def]
+def page(browser, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     """A fresh page (its own context) that may reach 127.0.0.1 only; `page.offsite`
-    lists what it tried elsewhere."""
+    lists what it tried elsewhere. A test passes only if it tried nothing elsewhere, but
+    the resource types its `offsite` mark names (`@pytest.mark.offsite("image")`)."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     offsite = Offsite()
     context.route("**/*", offsite.route)
@@ -78,6 +79,9 @@ def page(browser):  # type: ignore[no-untyped-def]
         yield page
     finally:
         context.close()
+    mark = request.node.get_closest_marker("offsite")
+    allowed = set(mark.args) if mark else set()
+    assert set(offsite.kinds) <= allowed, f"reached beyond 127.0.0.1: {offsite.urls}"
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@
 import typing
 import warnings
 
+from . import _models
 from ._backoff import Backoff
 from ._client import ConsumerClient, JobnikClient
 from ._consumer import ClaimedTasks
@@ -35,27 +36,7 @@ from ._exceptions import (
 )
 from ._handler import Handler
 from ._logs import TaskLogFilter
-from ._models import (
-    DeadLetter,
-    DeadLettersHandled,
-    DeadLetterSkip,
-    Event,
-    Job,
-    JobAsset,
-    JobStatus,
-    NewAsset,
-    NewStage,
-    NewTask,
-    Page,
-    Priority,
-    Stage,
-    StageStatus,
-    Summary,
-    Task,
-    TaskFailure,
-    TaskRetryPolicy,
-    TaskStatus,
-)
+from ._models import *  # noqa: F403 (the entities: _models.__all__)
 from ._reports import (
     HeartbeatAnswer,
     HeartbeatOutcome,
@@ -76,51 +57,33 @@ __all__ = [
     "ClaimedTasks",
     "ConflictError",
     "ConsumerClient",
-    "DeadLetter",
-    "DeadLetterSkip",
-    "DeadLettersHandled",
-    "Event",
     "Handler",
     "HeartbeatAnswer",
     "HeartbeatOutcome",
     "IllegalTransitionError",
-    "Job",
-    "JobAsset",
-    "JobStatus",
     "JobnikClient",
     "JobnikError",
     "JobnikTransportError",
     "JobnikValidationError",
     "LeaseLostError",
-    "NewAsset",
-    "NewStage",
-    "NewTask",
     "NonRetryableError",
     "NotFoundError",
-    "Page",
     "PermissionDeniedError",
-    "Priority",
     "ReportError",
     "ReportOutcome",
     "RequestRetryPolicy",
     "RetryLaterError",
-    "Stage",
-    "StageStatus",
-    "Summary",
-    "Task",
     "TaskContext",
-    "TaskFailure",
     "TaskHeartbeat",
     "TaskLogFilter",
     "TaskOutcome",
     "TaskReport",
-    "TaskRetryPolicy",
-    "TaskStatus",
     "WaitTimeoutError",
     "Worker",
     "WorkerSettings",
     "__version__",
 ]
+__all__ += _models.__all__
 
 # Old names, kept for one release: each was also the name of another library's class
 # (httpx's TransportError, pydantic's ValidationError) or of the manager's own.

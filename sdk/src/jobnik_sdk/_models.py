@@ -22,12 +22,32 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from jobnik_protocol.rules import retries_error, retry_delay
-from jobnik_protocol.wire import (
-    JobStatus as JobStatus,  # re-exported: defined once, in jobnik_protocol
-)
-from jobnik_protocol.wire import Priority as Priority
-from jobnik_protocol.wire import StageStatus as StageStatus
-from jobnik_protocol.wire import TaskStatus as TaskStatus
+
+# Exported from here (__all__) as they are: defined once, in jobnik_protocol.
+from jobnik_protocol.wire import JobStatus, Priority, StageStatus, TaskStatus
+
+# The public entities, which the package exports as they are.
+__all__ = [
+    "DeadLetter",
+    "DeadLetterSkip",
+    "DeadLettersHandled",
+    "Event",
+    "Job",
+    "JobAsset",
+    "JobStatus",
+    "NewAsset",
+    "NewStage",
+    "NewTask",
+    "Page",
+    "Priority",
+    "Stage",
+    "StageStatus",
+    "Summary",
+    "Task",
+    "TaskFailure",
+    "TaskRetryPolicy",
+    "TaskStatus",
+]
 
 
 class _Wire(BaseModel):
