@@ -94,71 +94,47 @@ class WorkerSettings(BaseModel):
     env prefix, and so re-declare none of the Worker's.
     """
 
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, use_attribute_docstrings=True)
 
-    concurrency: int = Field(default=1, description="Tasks run at the same time")
-    name: str | None = Field(
-        default=None,
-        description="Names the worker on its tasks and events; default <hostname>-<pid>",
-    )
-    lease_seconds: float = Field(
-        default=30.0,
-        description="How long a claim holds without a heartbeat; a worker that dies "
-        "unannounced has its tasks offered again this long after its last heartbeat",
-    )
-    heartbeat_seconds: float = Field(
-        default=10.0,
-        description="How often a running task's lease is renewed; less than the lease",
-    )
-    shutdown_grace_seconds: float = Field(
-        default=30.0,
-        description="On SIGTERM, how long running tasks may take before they are cancelled",
-    )
-    claim_wait_seconds: float = Field(
-        default=10.0,
-        description="With nothing ready, how long the manager may hold a claim open and "
-        "answer it as soon as a task is ready; 0 polls instead",
-    )
-    poll_initial_seconds: float = Field(
-        default=DEFAULT_POLL_BACKOFF.initial.total_seconds(),
-        gt=0,
-        description="First idle poll delay",
-    )
-    poll_max_seconds: float = Field(
-        default=DEFAULT_POLL_BACKOFF.maximum.total_seconds(),
-        gt=0,
-        description="Longest idle poll delay",
-    )
-    amqp_url: str | None = Field(
-        default=None,
-        description="RabbitMQ URL; when set the worker is woken by task.ready messages "
-        "instead of polling (it still polls every safety poll)",
-    )
-    safety_poll_seconds: float = Field(
-        default=30.0, gt=0, description="With RabbitMQ, how often an idle worker polls anyway"
-    )
+    concurrency: int = 1
+    """Tasks run at the same time"""
+    name: str | None = None
+    """Names the worker on its tasks and events; default <hostname>-<pid>"""
+    lease_seconds: float = 30.0
+    """How long a claim holds without a heartbeat; a worker that dies unannounced has its tasks
+    offered again this long after its last heartbeat"""
+    heartbeat_seconds: float = 10.0
+    """How often a running task's lease is renewed; less than the lease"""
+    shutdown_grace_seconds: float = 30.0
+    """On SIGTERM, how long running tasks may take before they are cancelled"""
+    claim_wait_seconds: float = 10.0
+    """With nothing ready, how long the manager may hold a claim open and answer it as soon as a
+    task is ready; 0 polls instead"""
+    poll_initial_seconds: float = Field(default=DEFAULT_POLL_BACKOFF.initial.total_seconds(), gt=0)
+    """First idle poll delay"""
+    poll_max_seconds: float = Field(default=DEFAULT_POLL_BACKOFF.maximum.total_seconds(), gt=0)
+    """Longest idle poll delay"""
+    amqp_url: str | None = None
+    """RabbitMQ URL; when set the worker is woken by task.ready messages instead of polling (it
+    still polls every safety poll)"""
+    safety_poll_seconds: float = Field(default=30.0, gt=0)
+    """With RabbitMQ, how often an idle worker polls anyway"""
+    # The SDK's own name for it is taken too, so one variable serves every worker.
     metrics_port: int | None = Field(
-        default=None,
-        # The SDK's own name for it is taken too, so one variable serves every worker.
-        validation_alias=AliasChoices("metrics_port", "JOBNIK_WORKER_METRICS_PORT"),
-        description="Serve Prometheus metrics on this port (/metrics); unset serves none",
+        default=None, validation_alias=AliasChoices("metrics_port", "JOBNIK_WORKER_METRICS_PORT")
     )
-    health_file: str | None = Field(
-        default=None,
-        min_length=1,
-        description="Keep this file fresh while the worker runs, for a health check "
-        "(python -m jobnik_sdk.health FILE)",
-    )
-    prefetch: int = Field(
-        default=MAX_PREFETCH, description="The most tasks held claimed ahead of free slots"
-    )
-    report_batch_size: int = Field(default=MAX_REPORTS, description="Reports sent in one call")
-    report_linger_seconds: float = Field(
-        default=0.005, description="How long a report may wait for others to join its batch"
-    )
-    report_timeout_seconds: float = Field(
-        default=300.0, ge=0, description="How long a report that cannot be sent is sent again"
-    )
+    """Serve Prometheus metrics on this port (/metrics); unset serves none"""
+    health_file: str | None = Field(default=None, min_length=1)
+    """Keep this file fresh while the worker runs, for a health check
+    (python -m jobnik_sdk.health FILE)"""
+    prefetch: int = MAX_PREFETCH
+    """The most tasks held claimed ahead of free slots"""
+    report_batch_size: int = MAX_REPORTS
+    """Reports sent in one call"""
+    report_linger_seconds: float = 0.005
+    """How long a report may wait for others to join its batch"""
+    report_timeout_seconds: float = Field(default=300.0, ge=0)
+    """How long a report that cannot be sent is sent again"""
 
     @model_validator(mode="after")
     def _by_the_workers_rules(self) -> Self:

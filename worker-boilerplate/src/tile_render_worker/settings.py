@@ -28,28 +28,21 @@ class WorkerSettings(BaseSettings, jobnik_sdk.WorkerSettings):
     )
 
     manager_url: str = "http://127.0.0.1:8080"
+    # The SDK's own variable is read too, so one secret serves every client.
     token: SecretStr | None = Field(
-        default=None,
-        # The SDK's own variable is read too, so one secret serves every client.
-        validation_alias=AliasChoices("WORKER_TOKEN", "JOBNIK_TOKEN"),
-        description="The manager's token for this worker (jobnik-manager tokens create "
-        "--role worker); unset sends none. Never logged",
+        default=None, validation_alias=AliasChoices("WORKER_TOKEN", "JOBNIK_TOKEN")
     )
-    stage_type: str = Field(
-        default=STAGE_TYPE,
-        description="Stage type to claim tasks of; several separated by commas",
-    )
-    handler: str = Field(
-        default=HANDLER,
-        description="The handler to run, as 'module:function'",
-    )
+    """The manager's token for this worker (jobnik-manager tokens create --role worker);
+    unset sends none. Never logged"""
+    stage_type: str = STAGE_TYPE
+    """Stage type to claim tasks of; several separated by commas"""
+    handler: str = HANDLER
+    """The handler to run, as 'module:function'"""
     request_timeout_seconds: float = Field(default=30.0, gt=0)
     log_level: str = "INFO"
-    log_format: Literal["text", "json"] | None = Field(
-        default=None,
-        description="'text' or 'json' (one JSON object per line, with the task's ids); "
-        "unset reads JOBNIK_LOG_FORMAT, else text",
-    )
+    log_format: Literal["text", "json"] | None = None
+    """'text' or 'json' (one JSON object per line, with the task's ids); unset reads
+    JOBNIK_LOG_FORMAT, else text"""
 
     @field_validator("stage_type")
     @classmethod
