@@ -171,6 +171,8 @@ TABLES = (
     "api_tokens",
     "workers",
     "stage_type_pauses",
+    "schedule_runs",
+    "schedules",
 )
 
 

@@ -25,6 +25,7 @@ from .api.routes import (
     health,
     jobs,
     outputs,
+    schedules,
     stage_types,
     stages,
     tasks,
@@ -66,7 +67,9 @@ def create_app(
         if settings.maintenance:
             loops.append(
                 asyncio.create_task(
-                    run_maintenance(db, settings.maintenance_interval, settings.retention)
+                    run_maintenance(
+                        db, settings.maintenance_interval, settings.retention, schedules.job_of
+                    )
                 )
             )
         if not db.is_sqlite:
@@ -101,13 +104,34 @@ def create_app(
     # What a 405's Allow and the documented-method check read (api/errors.py).
     routers = [
         m.router
-        for m in (health, jobs, outputs, stages, stage_types, tasks, tokens, workers, dead_letters)
+        for m in (
+            health,
+            jobs,
+            outputs,
+            stages,
+            stage_types,
+            tasks,
+            tokens,
+            workers,
+            dead_letters,
+            schedules,
+        )
     ]
     app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
     app.include_router(ui.router)  # the dashboard at /ui
     app.mount(ui.ASSETS_PATH, ui.assets(), name="ui-assets")
-    for module in (jobs, outputs, stages, stage_types, tasks, tokens, workers, dead_letters):
+    for module in (
+        jobs,
+        outputs,
+        stages,
+        stage_types,
+        tasks,
+        tokens,
+        workers,
+        dead_letters,
+        schedules,
+    ):
         app.include_router(
             module.router,
             dependencies=[Depends(documented_method), Depends(known_query_only)],

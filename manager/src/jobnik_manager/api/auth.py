@@ -39,7 +39,7 @@ from ..domain.auth import (
     stop_acting,
 )
 from ..observe.http import RouteTemplates
-from ..services import ownership, tokens
+from ..services import ownership, schedules, tokens
 from .body_scan import Refusal, Unreadable, invalid, larger_than
 from .edge import Inbound, Read, inbound
 from .errors import database_away, error_body
@@ -102,6 +102,15 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", "/v1/tasks/{taskId}/assets"): Action.WORK,
     ("PUT", "/v1/tasks/{taskId}/job-result"): Action.WORK,
     ("PUT", "/v1/tasks/{taskId}/status"): Action.WORK,  # CONTROL when it cancels
+    # A producer's own schedules; their jobs are the producer's too.
+    ("GET", "/v1/schedules"): Action.LIST,
+    ("GET", "/v1/schedules/{name}"): Action.READ,
+    ("GET", "/v1/schedules/{name}/runs"): Action.READ,
+    ("PUT", "/v1/schedules/{name}"): Action.CREATE,
+    ("DELETE", "/v1/schedules/{name}"): Action.CONTROL,
+    ("PUT", "/v1/schedules/{name}/pause"): Action.CONTROL,
+    ("DELETE", "/v1/schedules/{name}/pause"): Action.CONTROL,
+    ("POST", "/v1/schedules/{name}/run"): Action.CONTROL,
     ("GET", "/v1/tokens"): Action.ADMIN,
     ("POST", "/v1/tokens"): Action.ADMIN,
     ("DELETE", "/v1/tokens/{name}"): Action.ADMIN,
@@ -272,6 +281,8 @@ async def _facts(s: AsyncSession, route: str, params: dict[str, str], body: Any)
         return await ownership.of_tasks(
             s, _ids(i.get("taskId") for i in items if isinstance(i, dict))
         )
+    if route.startswith("/v1/schedules/"):
+        return await schedules.owner_of(s, params["name"])
     named = {k: _ids([v]) for k, v in params.items()}
     if named.get("taskId"):
         return await ownership.of_tasks(s, named["taskId"])

@@ -337,6 +337,47 @@ class DeadLetterDiscard(Base):
     principal: Mapped[str | None] = mapped_column(String(100), default=None)
 
 
+class Schedule(Base):
+    """A named schedule that makes a job from its template at each of its times
+    (migration 0013; domain.schedules). `next_run_at` is the time a tick makes its next
+    job: moving it on, from the value read, is how one replica's tick owns that run."""
+
+    __tablename__ = "schedules"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    cron: Mapped[str | None] = mapped_column(String(200), default=None)
+    interval_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+    timezone: Mapped[str] = mapped_column(String(64))
+    job: Mapped[dict[str, Any]] = mapped_column(JsonColumn)  # a POST /v1/jobs body
+    overlap: Mapped[str] = mapped_column(String(16))
+    missed: Mapped[str] = mapped_column(String(16))
+    description: Mapped[str | None] = mapped_column(String(500), default=None)
+    next_run_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    anchor: Mapped[datetime] = mapped_column(UtcDateTime)  # an interval's first time
+    paused_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    last_run_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    last_job_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    run_count: Mapped[int] = mapped_column(Integer, default=0)
+    skipped_count: Mapped[int] = mapped_column(Integer, default=0)
+    owner: Mapped[str | None] = mapped_column(String(100), default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class ScheduleRun(Base):
+    """One time of a schedule and what came of it: its job, or why none was made. The
+    key is the schedule and the time, so no run is made twice."""
+
+    __tablename__ = "schedule_runs"
+
+    schedule: Mapped[str] = mapped_column(String(100), primary_key=True)
+    run_at: Mapped[datetime] = mapped_column(UtcDateTime, primary_key=True)
+    job_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    skipped: Mapped[str | None] = mapped_column(String(16), default=None)  # missed, overlap
+    manual: Mapped[bool] = mapped_column(Boolean, default=False)  # made by "run now"
+    made_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
 # The tables, typed as such, for Core statements on the hot paths.
 JOBS = cast(Table, Job.__table__)
 IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)

@@ -7,6 +7,7 @@ import logging
 from datetime import timedelta
 
 from ..db.engine import Database
+from ..services.schedules import JobBuilder, fire_due
 from ..services.workers import forget_gone
 from .cleanup import forget_old_keys
 from .reaper import open_due_retries, reap_expired
@@ -17,26 +18,32 @@ log = logging.getLogger(__name__)
 CLEANUP_EVERY = 60  # ticks
 
 
-async def run_tick(db: Database) -> None:
-    """One tick's work on time: expired leases, tasks due (retry delays over, schedules
-    come), attempts past their time limit, jobs past their deadline."""
+async def run_tick(db: Database, build: JobBuilder | None = None) -> None:
+    """One tick's work on time: expired leases, tasks due (retry delays over, their
+    not-before come), attempts past their time limit, jobs past their deadline, and, given
+    how a schedule's job is made (`build`), the runs of schedules due."""
     reaped = await reap_expired(db)
     opened = await open_due_retries(db)
     timed_out = await time_out_attempts(db)
     past_deadline = await enforce_deadlines(db)
-    if reaped or opened or timed_out or past_deadline:
+    runs = 0 if build is None else await fire_due(db, build)
+    if reaped or opened or timed_out or past_deadline or runs:
         log.info(
             "maintenance: %d expired leases reaped, %d tasks due, %d attempts timed out, "
-            "%d jobs past their deadline",
+            "%d jobs past their deadline, %d schedule runs",
             reaped,
             opened,
             timed_out,
             past_deadline,
+            runs,
         )
 
 
 async def run_maintenance(
-    db: Database, interval: timedelta, retention: timedelta | None = None
+    db: Database,
+    interval: timedelta,
+    retention: timedelta | None = None,
+    build: JobBuilder | None = None,
 ) -> None:
     """Reap expired leases and open due retries every `interval`, until cancelled.
 
@@ -45,7 +52,7 @@ async def run_maintenance(
     tick = 0
     while True:
         try:
-            await run_tick(db)
+            await run_tick(db, build)
             if tick % CLEANUP_EVERY == 0:
                 await db.transaction(forget_old_keys)
                 await db.transaction(forget_gone)
