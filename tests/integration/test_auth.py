@@ -20,10 +20,12 @@ from sqlalchemy import func, select
 
 from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Event, Job, Stage, Task
+from jobnik_manager.db.models import Event, Job, Schedule, Stage, Task
 from jobnik_manager.domain.auth import Role
-from jobnik_manager.services import tokens
+from jobnik_manager.domain.schedules import Timing
+from jobnik_manager.services import schedules, tokens
 from jobnik_manager.services.jobs import create_job
+from jobnik_manager.services.schedules import ScheduleSpec
 from jobnik_manager.services.specs import NewJob, NewStage, NewTask
 from jobnik_manager.settings import Settings
 
@@ -55,6 +57,7 @@ class Scene:
     stage: str  # type A, running
     waiting: str  # type A, waiting for approval
     task: str
+    schedule: str  # alice's
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,8 @@ class Case:
 
     def request(self, scene: Scene) -> tuple[str, str, Any]:
         fill = {"job": scene.job, "stage": scene.stage, "waiting": scene.waiting}
-        fill["task"] = scene.task
+        fill["task"], fill["schedule"] = scene.task, scene.schedule
+        fill["fresh"] = uuid.uuid4().hex[:8]  # a name no call used before
         path = self.path.format(**fill)
         body = self.body(scene) if callable(self.body) else self.body
         return self.method, path, body
@@ -75,6 +79,7 @@ class Case:
 
 LEASE = str(uuid.uuid4())
 ASSET = {"type": "report", "uri": "/exports/report.pdf"}
+SCHEDULE = {"cron": "@daily", "job": {"name": "jj", "data": {}}}
 
 CASES = [
     Case("list jobs", "GET", "/v1/jobs", LISTERS),
@@ -125,6 +130,15 @@ CASES = [
     Case("dead letters", "GET", "/v1/dead-letters", LISTERS),
     Case("retry dead letters", "POST", "/v1/dead-letters/retry", OPERATE, {"stageType": A}),
     Case("discard dead letters", "POST", "/v1/dead-letters/discard", OPERATE, {"stageType": A}),
+    Case("list schedules", "GET", "/v1/schedules", LISTERS),
+    Case("new schedule", "PUT", "/v1/schedules/made-{fresh}", {"admin", "alice", "bob"}, SCHEDULE),
+    Case("replace schedule", "PUT", "/v1/schedules/{schedule}", OWNER, SCHEDULE),
+    Case("read schedule", "GET", "/v1/schedules/{schedule}", READERS - {"worker-a"}),
+    Case("schedule runs", "GET", "/v1/schedules/{schedule}/runs", READERS - {"worker-a"}),
+    Case("pause schedule", "PUT", "/v1/schedules/{schedule}/pause", CONTROL),
+    Case("resume schedule", "DELETE", "/v1/schedules/{schedule}/pause", CONTROL),
+    Case("run schedule", "POST", "/v1/schedules/{schedule}/run", CONTROL),
+    Case("delete schedule", "DELETE", "/v1/schedules/{schedule}", CONTROL),
     # Where a handler's progress goes: its worker writes it too.
     Case("task metadata", "PATCH", "/v1/tasks/{task}/user-metadata", ANNOTATE, {"k": 1}),
     Case("list tokens", "GET", "/v1/tokens", {"admin"}),
@@ -162,8 +176,15 @@ class Authed:
         )
         made = await self.db.transaction(lambda s: create_job(s, new))
         first, waiting = made.stages
+        name = f"alices-{uuid.uuid4().hex[:8]}"
+        spec = ScheduleSpec(name, Timing("@daily", None), {"name": "nightly", "data": {}})
+        await self.db.transaction(lambda s: schedules.put(s, spec, "alice"))
         return Scene(
-            str(made.job.id), str(first.stage.id), str(waiting.stage.id), str(first.tasks[0]["id"])
+            str(made.job.id),
+            str(first.stage.id),
+            str(waiting.stage.id),
+            str(first.tasks[0]["id"]),
+            name,
         )
 
 
@@ -188,7 +209,8 @@ async def snapshot(db: Database) -> tuple[Any, ...]:
         ]
         jobs = (await s.execute(select(Job.status, Job.priority, Job.user_metadata))).all()
         states = (await s.execute(select(Task.status, Task.user_metadata).order_by(Task.seq))).all()
-        return (*counts, sorted(map(str, jobs)), list(map(str, states)))
+        plans = (await s.execute(select(Schedule.name, Schedule.paused_at, Schedule.cron))).all()
+        return (*counts, sorted(map(str, jobs)), list(map(str, states)), sorted(map(str, plans)))
 
     return await db.transaction(read)
 

@@ -12,12 +12,13 @@ from ._consumer import ConsumerCalls
 from ._http import DEFAULT_LIMITS, Http
 from ._producer import ProducerCalls
 from ._retry import RequestRetryPolicy
+from ._schedules import ScheduleCalls
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 TOKEN_ENV = "JOBNIK_TOKEN"
 
 
-class JobnikClient(ProducerCalls, ConsumerCalls):
+class JobnikClient(ProducerCalls, ScheduleCalls, ConsumerCalls):
     """An async client of one Jobnik manager.
 
     Use it as `async with JobnikClient(url) as client: ...`, or call `aclose()`.

@@ -36,10 +36,13 @@ __all__ = [
     "JobAsset",
     "JobStatus",
     "NewAsset",
+    "NewJob",
     "NewStage",
     "NewTask",
     "Page",
     "Priority",
+    "Schedule",
+    "ScheduleRun",
     "Stage",
     "StageStatus",
     "Summary",
@@ -378,6 +381,59 @@ class NewStage(_Wire):
     allowed_failures: int | None = Field(default=None, ge=0)
     # The time limit of an attempt of its tasks that bring none of their own.
     timeout_seconds: float | None = Field(default=None, gt=0)
+
+
+class NewJob(_Wire):
+    """A job to make at each time of a schedule (`put_schedule`): what `create_job`
+    takes, but for `not_before` and `deadline`, which are times of one job."""
+
+    name: str
+    data: dict[str, Any] = Field(default_factory=dict)
+    priority: Priority = Priority.MEDIUM
+    user_metadata: dict[str, Any] | None = None
+    stages: Sequence[NewStage] | None = None
+    # One job per key: a time whose key is held makes none (its run says `unique`).
+    unique_key: str | None = None
+    unique_window_seconds: float | None = Field(default=None, gt=0)
+
+
+class Schedule(_Wire):
+    """A named schedule (`put_schedule`): at each time of `cron` (read in `timezone`) or
+    every `interval_seconds`, it makes the job its `job` describes (a POST /v1/jobs
+    body). `overlap_policy` "skip" makes none while its last job is not final, "allow"
+    makes it anyway; after a downtime, `missed_runs` "one" makes one job for the times
+    missed, "skip" none. `next_run_at` is None while paused."""
+
+    name: str
+    cron: str | None = None
+    interval_seconds: float | None = None
+    timezone: str = "UTC"
+    job: dict[str, Any]
+    overlap_policy: Literal["skip", "allow"] = "skip"
+    missed_runs: Literal["one", "skip"] = "one"
+    description: str | None = None
+    paused: bool = False
+    paused_at: datetime | None = None
+    next_run_at: datetime | None = None
+    last_run_at: datetime | None = None
+    last_job_id: uuid.UUID | None = None
+    run_count: int = 0
+    skipped_count: int = 0
+    owner: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ScheduleRun(_Wire):
+    """One time of a schedule and what came of it: `job_id`, or why none (`skipped`:
+    missed, overlap or unique). `manual` for one made by `run_schedule`."""
+
+    schedule: str
+    run_at: datetime
+    job_id: uuid.UUID | None = None
+    skipped: str | None = None
+    manual: bool = False
+    made_at: datetime
 
 
 def wire(spec: BaseModel) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
+from jobnik_manager.api.routes.schedules import job_of
 from jobnik_manager.db.engine import Database
 from jobnik_manager.maintenance.loop import run_tick
 
@@ -90,7 +91,7 @@ class Served:
     async def _run_tick(self) -> None:
         try:
             # The app's view of the database, whose hooks wake its waiting claims.
-            await run_tick(self._app.state.database)
+            await run_tick(self._app.state.database, job_of)
         except Exception:
             log.exception("the fake manager's maintenance failed")
 
