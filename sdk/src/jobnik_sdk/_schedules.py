@@ -3,6 +3,7 @@ that make a job at each time of a cron expression or an interval."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
 from urllib.parse import quote
@@ -19,7 +20,7 @@ class ScheduleCalls:
     async def put_schedule(
         self,
         name: str,
-        job: NewJob,
+        job: NewJob | Mapping[str, Any],
         *,
         cron: str | None = None,
         interval: timedelta | None = None,
@@ -34,9 +35,10 @@ class ScheduleCalls:
         6 with seconds first, or @hourly, @daily, ...; read in the IANA `timezone`) or
         `interval` (from now). At each time it makes `job`; `overlap_policy` "skip"
         makes none while the last one is not final; after a downtime, `missed_runs`
-        "one" makes one job for the times missed, "skip" none."""
+        "one" makes one job for the times missed, "skip" none. `job` may also be a
+        mapping, sent as it is: a body as POST /v1/jobs takes it."""
         body: dict[str, Any] = {
-            "job": wire(job),
+            "job": wire(job) if isinstance(job, NewJob) else dict(job),
             "timezone": timezone,
             "overlapPolicy": overlap_policy,
             "missedRuns": missed_runs,

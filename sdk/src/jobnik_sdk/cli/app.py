@@ -7,7 +7,18 @@ from typing import Annotated
 import typer
 
 from .._version import __version__
-from . import create, dead_letters, events, jobs, stage_types, steer, tasks, wait, workers
+from . import (
+    create,
+    dead_letters,
+    events,
+    jobs,
+    schedules,
+    stage_types,
+    steer,
+    tasks,
+    wait,
+    workers,
+)
 from ._run import TOKEN_HELP, URL_HELP, given_before_the_command
 
 app = typer.Typer(
@@ -63,6 +74,7 @@ app.command("create")(create.create)
 app.command("wait")(wait.wait)
 app.add_typer(stage_types.app, name="stage-types")
 app.add_typer(dead_letters.app, name="dead-letters")
+app.add_typer(schedules.app, name="schedules")
 app.command("workers")(workers.workers)
 
 
