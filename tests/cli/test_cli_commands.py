@@ -578,3 +578,34 @@ def test_dead_letters_listed_discarded_and_retried(base_url: str) -> None:
     assert job["status"] == "IN_PROGRESS"
     neither = jobnik(base_url, "dead-letters", "retry")
     assert neither.exit_code != 0 and "one of them" in neither.stderr
+
+
+def test_schedules_put_listed_shown_run_paused_and_deleted(base_url: str, tmp_path: Path) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"name": "from-a-schedule", "data": {"k": 1}}))
+    put = jobnik(base_url, "schedules", "put", name, str(job), "--cron", "*/2 * * * * *")
+    assert put.exit_code == 0, put.stderr
+    assert put.stdout.startswith(f"{name}: */2 * * * * *, next ")
+    listed = jobnik(base_url, "schedules")
+    assert listed.exit_code == 0, listed.stderr
+    [row] = [line for line in listed.stdout.splitlines() if line.strip().startswith(name)]
+    assert "*/2 * * * * *" in row
+    time.sleep(3)  # a replica's tick makes its job within a second of each time
+    shown = jobnik(base_url, "schedules", "show", name)
+    assert shown.exit_code == 0, shown.stderr
+    assert "jobs made" in shown.stdout and "0 jobs made" not in shown.stdout
+    ran = jobnik(base_url, "schedules", "run", name)
+    assert ran.exit_code == 0, ran.stderr
+    job_id = ran.stdout.strip()
+    made = httpx.get(f"{base_url}/v1/jobs/{job_id}", headers=admin()).json()
+    assert (made["name"], made["data"]) == ("from-a-schedule", {"k": 1})
+    assert jobnik(base_url, "schedules", "pause", name).stdout.strip() == f"paused {name}"
+    as_data = json.loads(jobnik(base_url, "schedules", "show", name, "--json").stdout)
+    assert as_data["paused"] is True and any(r["manual"] for r in as_data["runs"])
+    assert jobnik(base_url, "schedules", "resume", name).exit_code == 0
+    assert jobnik(base_url, "schedules", "delete", name).stdout.strip() == f"deleted {name}"
+    gone = jobnik(base_url, "schedules", "show", name)
+    assert gone.exit_code == 3, gone.stdout  # not found
+    bad = jobnik(base_url, "schedules", "put", name, str(job), "--cron", "61 * * * *")
+    assert bad.exit_code == 4 and "not a cron expression" in bad.stderr, bad.stderr

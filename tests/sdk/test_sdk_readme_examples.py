@@ -38,6 +38,11 @@ def test_the_lifecycle_example(tmp_path: Path) -> None:
     _runs_and_prints_what_it_says(code, tmp_path)
 
 
+def test_the_schedules_example(tmp_path: Path) -> None:
+    [code] = _blocks("Schedules")
+    _runs_and_prints_what_it_says(code, tmp_path)
+
+
 def test_the_run_attempt_example(tmp_path: Path) -> None:
     """Section "Testing": the block that runs a handler's attempt."""
     [code] = [block for block in _blocks("Testing") if "asyncio.run(main())" in block]
