@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from typing import Any
 
 import httpx
@@ -386,6 +387,41 @@ POLICY = {
     "jitter": 0.2,
     "nonRetryableErrors": ["ValidationError", "KeyError"],
 }
+
+
+def test_schedules_are_listed_run_now_paused_resumed_and_deleted_from_the_page(  # type: ignore[no-untyped-def]
+    signed_in, dashboard: Deployment
+) -> None:
+    page = signed_in
+    name = f"dash-{uuid.uuid4().hex[:8]}"
+    body = {"cron": "0 2 * * *", "timezone": "Europe/Berlin", "job": {"name": name, "data": {}}}
+    with producer(dashboard) as http:
+        made = http.put(f"/v1/schedules/{name}", json=body)
+        assert made.status_code == 201, made.text
+    page.goto(f"{dashboard.url}/ui#/schedules")
+    row = page.locator(f'tr[data-schedule="{name}"]')
+    expect(row.locator(".timing")).to_have_text("0 2 * * * (Europe/Berlin)", timeout=WAIT)
+    expect(row.locator(".runs")).to_have_text("0")
+
+    page.get_by_role("button", name=f"Run {name} now").click()
+    confirm(page)
+    made_job = page.get_by_role("status").get_by_role("link")
+    expect(made_job).to_be_visible(timeout=WAIT)
+    expect(row.locator(".runs")).to_have_text("1", timeout=WAIT)
+    made_job.click()
+    expect(page.locator("#job-status")).to_have_text("PENDING", timeout=WAIT)
+    expect(page.locator("h1")).to_contain_text(name)
+
+    page.goto(f"{dashboard.url}/ui#/schedules")
+    page.get_by_role("button", name=f"Pause {name}").click()
+    confirm(page)
+    expect(row.locator(".next")).to_have_text("PAUSED", timeout=WAIT)
+    page.get_by_role("button", name=f"Resume {name}").click()
+    confirm(page)
+    expect(row.locator(".next")).not_to_have_text("PAUSED", timeout=WAIT)
+    page.get_by_role("button", name=f"Delete {name}").click()
+    confirm(page)
+    expect(row).to_have_count(0, timeout=WAIT)
 
 
 def test_a_jobs_timeline_shows_its_stages_and_each_task_run_with_the_retry(  # type: ignore[no-untyped-def]

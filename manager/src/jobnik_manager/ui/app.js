@@ -1,6 +1,6 @@
 // Jobnik dashboard: plain JavaScript over the manager's REST API, no build step.
 // Routes (in the URL's hash): #/jobs?status=&priority=&name=&page=, #/jobs/<id>,
-// #/stage-types, #/workers and #/dead-letters
+// #/stage-types, #/workers, #/dead-letters and #/schedules
 "use strict";
 
 const STATUSES = ["PENDING", "IN_PROGRESS", "PAUSED", "COMPLETED", "FAILED", "ABORTED"];
@@ -836,6 +836,70 @@ function deadLettersPage() {
   return { refresh };
 }
 
+// ---- schedules -----------------------------------------------------------------------
+
+function scheduleTiming(sc) {
+  if (sc.cron) return sc.timezone === "UTC" ? sc.cron : `${sc.cron} (${sc.timezone})`;
+  return `every ${age(sc.intervalSeconds)}`;
+}
+
+function schedulesPage() {
+  const box = h("section", { "aria-labelledby": "schedules-heading" });
+  const notice = h("div", {});
+  const note = h("p", { class: "muted" }, "Named schedules make a job from their template at each time of a cron expression or an interval. Run now makes one at once; a paused schedule makes none until it is resumed, and goes on from its next time.");
+  view.replaceChildren(h("h1", { id: "schedules-heading" }, "Schedules"), note, notice, box);
+  document.title = "Schedules · Jobnik";
+
+  async function act(sc, verb) {
+    const name = encodeURIComponent(sc.name);
+    const asks = {
+      run: ["Run schedule now?", `Make the job of schedule ${sc.name} now, beside its times.`, "Run now", false],
+      pause: ["Pause schedule?", `Schedule ${sc.name} will make no job until it is resumed.`, "Pause", false],
+      resume: ["Resume schedule?", `Schedule ${sc.name} goes on from its next time; the times it was paused for are not made up.`, "Resume", false],
+      delete: ["Delete schedule?", `Delete schedule ${sc.name} and its runs? The jobs it made stay.`, "Delete", true],
+    };
+    if (!(await confirmAction(...asks[verb]))) return;
+    const calls = {
+      run: ["POST", `/v1/schedules/${name}/run`],
+      pause: ["PUT", `/v1/schedules/${name}/pause`],
+      resume: ["DELETE", `/v1/schedules/${name}/pause`],
+      delete: ["DELETE", `/v1/schedules/${name}`],
+    };
+    try {
+      const done = await api(...calls[verb]);
+      notice.replaceChildren(verb === "run" && done.jobId
+        ? h("p", { role: "status" }, "Made job ", h("a", { href: `#/jobs/${done.jobId}` }, done.jobId.slice(0, 8)))
+        : "");
+      say(`Schedule ${sc.name}: ${verb === "run" ? "run now" : verb === "delete" ? "deleted" : `${verb}d`}`);
+    } catch (err) {
+      notice.replaceChildren(errorBox(err));
+    }
+    await refresh();
+  }
+
+  async function refresh() {
+    const data = await fetchFor(box, `/v1/schedules${query({ page: 1, page_size: 100 })}`);
+    if (!data) return;
+    const rows = data.items.map((sc) => h("tr", { "data-schedule": sc.name },
+      h("th", { scope: "row", class: "mono", title: sc.description || "" }, sc.name),
+      h("td", { class: "mono timing" }, scheduleTiming(sc)),
+      h("td", { class: "next" }, sc.paused ? statusBadge("PAUSED") : when(sc.nextRunAt)),
+      h("td", { class: "last" }, sc.lastJobId ? h("a", { href: `#/jobs/${sc.lastJobId}` }, when(sc.lastRunAt)) : "—"),
+      h("td", { class: "num runs" }, sc.runCount),
+      h("td", { class: "num skipped" }, sc.skippedCount),
+      h("td", {}, h("div", { class: "buttons" },
+        h("button", { type: "button", "data-key": `run-${sc.name}`, onclick: () => act(sc, "run") }, `Run ${sc.name} now`),
+        h("button", { type: "button", class: "secondary", "data-key": `toggle-${sc.name}`,
+          onclick: () => act(sc, sc.paused ? "resume" : "pause") }, `${sc.paused ? "Resume" : "Pause"} ${sc.name}`),
+        h("button", { type: "button", class: "secondary", "data-key": `delete-${sc.name}`, onclick: () => act(sc, "delete") }, `Delete ${sc.name}`)))));
+    keepFocus(() => box.replaceChildren(data.items.length
+      ? listTable(["Schedule", "When", "Next", "Last job", "Jobs made", "Skipped", "Actions"], rows, "Schedules")
+      : h("p", {}, "No schedule yet: PUT /v1/schedules/{name}, jobnik schedules put, or the SDK's put_schedule.")));
+    say(`${data.total} schedules`);
+  }
+  return { refresh };
+}
+
 // ---- routing -------------------------------------------------------------------------
 
 async function route() {
@@ -843,7 +907,10 @@ async function route() {
   const [path, search] = hash.slice(1).split("?");
   const params = new URLSearchParams(search || "");
   const match = path.match(/^\/jobs\/([0-9a-fA-F-]{36})$/);
-  const pages = { "/stage-types": stageTypesPage, "/workers": workersPage, "/dead-letters": deadLettersPage };
+  const pages = {
+    "/stage-types": stageTypesPage, "/workers": workersPage, "/dead-letters": deadLettersPage,
+    "/schedules": schedulesPage,
+  };
   const page = match ? jobPage(match[1]) : pages[path] ? pages[path]() : jobsPage(params);
   current = page;
   await page.refresh();
