@@ -173,6 +173,7 @@ TABLES = (
     "stage_type_pauses",
     "schedule_runs",
     "schedules",
+    "stage_type_limits",
 )
 
 

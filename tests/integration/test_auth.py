@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 
 from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Event, Job, Schedule, Stage, Task
+from jobnik_manager.db.models import Event, Job, Schedule, Stage, StageTypeLimit, Task
 from jobnik_manager.domain.auth import Role
 from jobnik_manager.domain.schedules import Timing
 from jobnik_manager.services import schedules, tokens
@@ -130,6 +130,8 @@ CASES = [
     Case("dead letters", "GET", "/v1/dead-letters", LISTERS),
     Case("retry dead letters", "POST", "/v1/dead-letters/retry", OPERATE, {"stageType": A}),
     Case("discard dead letters", "POST", "/v1/dead-letters/discard", OPERATE, {"stageType": A}),
+    Case("limit stage type", "PUT", f"/v1/stage-types/{A}/limits", OPERATE, {"maxInFlight": 2}),
+    Case("unlimit stage type", "DELETE", f"/v1/stage-types/{A}/limits", OPERATE),
     Case("list schedules", "GET", "/v1/schedules", LISTERS),
     Case("new schedule", "PUT", "/v1/schedules/made-{fresh}", {"admin", "alice", "bob"}, SCHEDULE),
     Case("replace schedule", "PUT", "/v1/schedules/{schedule}", OWNER, SCHEDULE),
@@ -210,6 +212,7 @@ async def snapshot(db: Database) -> tuple[Any, ...]:
         jobs = (await s.execute(select(Job.status, Job.priority, Job.user_metadata))).all()
         states = (await s.execute(select(Task.status, Task.user_metadata).order_by(Task.seq))).all()
         plans = (await s.execute(select(Schedule.name, Schedule.paused_at, Schedule.cron))).all()
+        plans += (await s.execute(select(StageTypeLimit.type, StageTypeLimit.max_in_flight))).all()
         return (*counts, sorted(map(str, jobs)), list(map(str, states)), sorted(map(str, plans)))
 
     return await db.transaction(read)

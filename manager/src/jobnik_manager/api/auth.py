@@ -74,6 +74,8 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", "/v1/dead-letters/discard"): Action.RETRY,
     ("PUT", "/v1/stage-types/{stageType}/pause"): Action.QUEUES,
     ("DELETE", "/v1/stage-types/{stageType}/pause"): Action.QUEUES,
+    ("PUT", "/v1/stage-types/{stageType}/limits"): Action.QUEUES,
+    ("DELETE", "/v1/stage-types/{stageType}/limits"): Action.QUEUES,
     ("POST", "/v1/jobs"): Action.CREATE,
     ("POST", "/v1/jobs/{jobId}/stage"): Action.CREATE,
     ("POST", "/v1/stages/{stageId}/tasks"): Action.CREATE,

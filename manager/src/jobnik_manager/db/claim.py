@@ -43,18 +43,29 @@ assert (JOB_STARTED.source, JOB_STARTED.target) == (STAGE_STARTED.source, STAGE_
 assert TASK_RECLAIMED.target == TASK_CLAIMED.target
 
 
+# The line of the one-type claim that skips a limited type; the limited claim drops it.
+LIMITS_CHECK = (
+    "  AND NOT EXISTS (SELECT 1 FROM stage_type_limits l WHERE l.type = :types::varchar)\n"
+)
+
+
 @cache
-def claim_statement(single_type: bool, announce: bool) -> DirectStatement:
+def claim_statement(single_type: bool, announce: bool, limited: bool = False) -> DirectStatement:
     """PostgreSQL: the whole claim as one statement (db/sql/claim.sql), so it can run as
     a transaction of its own and hold the stage's summary row only while it runs.
 
     The rows are the claimed tasks with `previous` and `stage_started` (whether this
     claim started the task's stage). Binds `types` (one string when `single_type`, else
     a list), `n`, `now`, `expires`, `seconds`, `worker`, `principal`, and `time` (`now`
-    as lifecycle messages spell it, when `announce`).
+    as lifecycle messages spell it, when `announce`). `limited`: the one-type claim of a
+    limited type, run within its limit (services.stage_type_limits).
     """
     q = queries("claim")
-    parts = [q["picked_one_type" if single_type else "picked_types"], q["claimed"]]
+    picked = q["picked_one_type" if single_type else "picked_types"]
+    if limited:
+        assert single_type and LIMITS_CHECK in picked
+        picked = picked.replace(LIMITS_CHECK, "")
+    parts = [picked, q["claimed"]]
     if announce:
         parts.append(q["announced"])
     parts.append(q["answer"])

@@ -293,6 +293,24 @@ class StageTypePause(Base):
     principal: Mapped[str | None] = mapped_column(String(100), default=None)
 
 
+class StageTypeLimit(Base):
+    """How many of a stage type's tasks may run at once and be handed out a second
+    (migration 0014; domain.limits). The fast claim statements skip a type that has a
+    row; its claims lock the row, count the type's tasks in flight and spend its
+    tokens (services.stage_type_limits)."""
+
+    __tablename__ = "stage_type_limits"
+
+    type: Mapped[str] = mapped_column(String(50), primary_key=True)
+    max_in_flight: Mapped[int | None] = mapped_column(Integer, default=None)
+    rate: Mapped[float | None] = mapped_column(Float, default=None)
+    burst: Mapped[int] = mapped_column(Integer)
+    tokens: Mapped[float] = mapped_column(Float)
+    refilled_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    set_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    principal: Mapped[str | None] = mapped_column(String(100), default=None)
+
+
 class UniqueJobKey(Base):
     """A unique key and the job that holds it (migration 0010): a create with the key
     answers that job while it holds it, until `expires_at`, or while it is not final

@@ -97,8 +97,13 @@ def _sql() -> dict[str, str]:
     }
 
 
-def claim(conn: sqlite3.Connection, ask: ClaimAsk) -> ClaimedRows:
-    """Run the claim on `conn`, inside the writer's transaction."""
+# The line of the one-type claim that skips a limited type; the limited claim drops it.
+LIMITS_CHECK = "  AND NOT EXISTS (SELECT 1 FROM stage_type_limits l WHERE l.type = :type)\n"
+
+
+def claim(conn: sqlite3.Connection, ask: ClaimAsk, *, limited: bool = False) -> ClaimedRows:
+    """Run the claim on `conn`, inside the writer's transaction. `limited`: the claim of
+    one limited type, within its limit (services.stage_type_limits)."""
     sql, t = _sql(), _tables()
     now = ask.now
     picked_params: dict[str, Any] = {
@@ -107,7 +112,11 @@ def claim(conn: sqlite3.Connection, ask: ClaimAsk) -> ClaimedRows:
     }
     if len(ask.stage_types) == 1:
         picked_params["type"] = ask.stage_types[0]
-        picked = conn.execute(sql["picked_one_type"], picked_params).fetchall()
+        one_type = sql["picked_one_type"]
+        if limited:
+            assert LIMITS_CHECK in one_type
+            one_type = one_type.replace(LIMITS_CHECK, "")
+        picked = conn.execute(one_type, picked_params).fetchall()
     else:
         picked_params["types"] = json.dumps(list(ask.stage_types))
         picked = conn.execute(sql["picked_types"], picked_params).fetchall()

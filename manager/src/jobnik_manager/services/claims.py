@@ -30,6 +30,7 @@ from ..domain.announcements import ANNOUNCED, announcing
 from ..domain.leases import DEFAULT_LEASE
 from ..domain.moves import JOB_STARTED, STAGE_STARTED
 from .history import insert_rows
+from .stage_type_limits import claim_limited_postgres, claim_limited_sqlite, limited_among
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,8 @@ class Claimed:
     rows: list[Any]
     stages: list[Stage] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
+    # When a stage type's limit allowed none: seconds until it may allow more.
+    retry_after: float | None = None
 
 
 async def claim(
@@ -81,17 +84,30 @@ async def claim(
 
 
 async def _claim_sqlite(db: Database, ask: ClaimAsk) -> Claimed:
-    def run(conn: sqlite3.Connection) -> ClaimedRows:
+    def run(conn: sqlite3.Connection) -> tuple[ClaimedRows, float | None]:
         # The time read with the write lock held.
-        return sqlite_claim(conn, replace(ask, now=db.clock.now()))
+        now_ask = replace(ask, now=db.clock.now())
+        claimed = sqlite_claim(conn, now_ask)
+        left = ask.limit - len(claimed.tasks)
+        if left <= 0:
+            return claimed, None
+        # Then the limited types among them, each within its limit.
+        more, retry_after = claim_limited_sqlite(conn, replace(now_ask, limit=left))
+        claimed.tasks += more.tasks
+        claimed.stages += more.stages
+        claimed.jobs += more.jobs
+        claimed.started = claimed.started or more.started
+        return claimed, retry_after
 
-    claimed = await db.sqlite_direct(run)
+    claimed, retry_after = await db.sqlite_direct(run)
     if ask.announce and claimed.started:
         db.committed({ANNOUNCED: True})
     rows = [SimpleNamespace(**r) for r in claimed.tasks]
     if not (ask.with_context and rows):
-        return Claimed(rows)
-    return Claimed(rows, [Stage(**r) for r in claimed.stages], [Job(**r) for r in claimed.jobs])
+        return Claimed(rows, retry_after=retry_after)
+    jobs = {r["id"]: r for r in claimed.jobs}  # a job of two limited types comes twice
+    stages = [Stage(**r) for r in claimed.stages]
+    return Claimed(rows, stages, [Job(**r) for r in jobs.values()], retry_after)
 
 
 async def _claim_postgres(db: Database, ask: ClaimAsk) -> Claimed:
@@ -121,19 +137,31 @@ async def _claim_postgres(db: Database, ask: ClaimAsk) -> Claimed:
     # first claim a crash loses takes its starts with it: they happen again, announced
     # again, at the next claim). Never replayed after a broken connection: a claim that
     # ran but lost its answer, run again, would take more tasks and strand the first.
-    claimed = await db.direct(
-        claim_statement(single, ask.announce), params, durable=False, replay_safe=False
+    claimed = list(
+        await db.direct(
+            claim_statement(single, ask.announce), params, durable=False, replay_safe=False
+        )
     )
+    retry_after = None
+    if len(claimed) < ask.limit:  # then the limited types among them, within their limits
+        for stage_type in await limited_among(db, stage_types):
+            left = ask.limit - len(claimed)
+            if left <= 0:
+                break
+            more = await claim_limited_postgres(db, stage_type, left, params(), ask.announce)
+            claimed += more.rows
+            if more.retry_after is not None:
+                retry_after = min(retry_after or more.retry_after, more.retry_after)
     # Namespaces of the columns, as SQLite's claims answer.
     rows = [SimpleNamespace(**r) for r in claimed]
     if ask.announce and any(r.stage_started for r in rows):
         db.committed({ANNOUNCED: True})
     if not (ask.with_context and rows):
-        return Claimed(rows)
+        return Claimed(rows, retry_after=retry_after)
     context = await db.direct(
         context_statement(), {"stage_ids": sorted({r.stage_id for r in rows})}, replay_safe=True
     )
-    return Claimed(rows, *stages_and_jobs(context))
+    return Claimed(rows, *stages_and_jobs(context), retry_after=retry_after)
 
 
 async def start_stages(

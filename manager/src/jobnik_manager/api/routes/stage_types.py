@@ -2,7 +2,8 @@
 to be claimed, tasks in flight, the oldest waiting task's age, whether it is paused. The
 figures /metrics exposes (observe.state), read through indexes and counters, so the call
 costs the same whatever the history; over all jobs, like /metrics. A stage type is paused
-and resumed with PUT and DELETE on /v1/stage-types/{stageType}/pause."""
+and resumed with PUT and DELETE on /v1/stage-types/{stageType}/pause, and limited (tasks
+in flight, tasks a second) with PUT and DELETE on /v1/stage-types/{stageType}/limits."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path
+from pydantic import Field, StrictInt
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...observe.state import read_state
-from ...services import stage_type_pauses
+from ...services import stage_type_limits, stage_type_pauses
 from ..deps import DatabaseDep
 from ..edge import EdgeRoute
-from ..schemas import ErrorMessage, Outbound
+from ..schemas import ErrorMessage, Inbound, Outbound
 from ..transaction import in_transaction
 
 router = APIRouter(prefix="/v1/stage-types", tags=["stage types"], route_class=EdgeRoute)
@@ -30,6 +32,10 @@ class StageTypeOut(Outbound):
     failed: int  # FAILED tasks of its stages that may still run (partial success)
     oldest_waiting_seconds: float | None = None
     paused: bool = False  # none of its tasks is handed out until it is resumed
+    # Its limits, when it has any: tasks in flight at once, handed out a second.
+    max_in_flight: int | None = None
+    rate_per_second: float | None = None
+    burst: int | None = None
 
 
 class StageTypesOut(Outbound):
@@ -37,23 +43,35 @@ class StageTypesOut(Outbound):
     total: int
 
 
-@router.get("", response_model=StageTypesOut, responses={400: {"model": ErrorMessage}})
+@router.get(
+    "",
+    response_model=StageTypesOut,
+    response_model_exclude_none=True,
+    responses={400: {"model": ErrorMessage}},
+)
 async def stage_types(db: DatabaseDep) -> StageTypesOut:
-    """The stage types that have work in a stage that may run, by name."""
+    """The stage types that have work in a stage that may run, are paused or limited, by
+    name."""
     state = await read_state(db)
-    names = sorted(set(state.ready) | set(state.in_flight) | state.paused)
-    items = [
-        StageTypeOut(
-            type=name,
-            waiting=state.ready.get(name, 0),
-            in_flight=state.in_flight.get(name, 0),
-            expiring=state.expiring.get(name, 0),
-            failed=state.failed.get(name, 0),
-            oldest_waiting_seconds=state.oldest_ready_age.get(name),
-            paused=name in state.paused,
+    limited = await in_transaction(db, stage_type_limits.limits)
+    names = sorted(set(state.ready) | set(state.in_flight) | state.paused | set(limited))
+    items = []
+    for name in names:
+        limit = limited.get(name)
+        items.append(
+            StageTypeOut(
+                type=name,
+                waiting=state.ready.get(name, 0),
+                in_flight=state.in_flight.get(name, 0),
+                expiring=state.expiring.get(name, 0),
+                failed=state.failed.get(name, 0),
+                oldest_waiting_seconds=state.oldest_ready_age.get(name),
+                paused=name in state.paused,
+                max_in_flight=limit.max_in_flight if limit else None,
+                rate_per_second=limit.rate if limit else None,
+                burst=limit.burst if limit and limit.rate is not None else None,
+            )
         )
-        for name in names
-    ]
     return StageTypesOut(items=items, total=len(items))
 
 
@@ -94,3 +112,62 @@ async def resume_stage_type(db: DatabaseDep, stageType: StageTypePath) -> StageT
         return StageTypePauseOut(type=stageType, paused=False)
 
     return await in_transaction(db, work)
+
+
+class LimitsIn(Inbound):
+    """At most `maxInFlight` of the type's tasks running at once, `ratePerSecond` handed
+    out a second (up to `burst` at once after a quiet spell; a second's worth by
+    default); one of them at least."""
+
+    max_in_flight: StrictInt | None = None
+    rate_per_second: float | None = Field(default=None, allow_inf_nan=False)
+    burst: StrictInt | None = None
+
+
+class LimitsOut(Outbound):
+    type: str
+    max_in_flight: int | None = None
+    rate_per_second: float | None = None
+    burst: int | None = None
+    set_at: datetime | None = None
+    set_by: str | None = None  # the token that set them (null with auth off)
+
+
+@router.put(
+    "/{stageType}/limits",
+    response_model=LimitsOut,
+    response_model_exclude_none=True,
+    responses={400: {"model": ErrorMessage}},
+)
+async def set_stage_type_limits(
+    db: DatabaseDep, stageType: StageTypePath, payload: LimitsIn
+) -> LimitsOut:
+    """Limit the type's tasks, in every job, across every worker and replica: the claim
+    hands out no more than the limits allow (replacing the type's limits, if any)."""
+    given = payload.max_in_flight, payload.rate_per_second, payload.burst
+    spec = stage_type_limits.LimitSpec(*given)
+
+    async def work(s: AsyncSession) -> LimitsOut:
+        row = await stage_type_limits.set_limit(s, stageType, spec)
+        return LimitsOut(
+            type=row.type,
+            max_in_flight=row.max_in_flight,
+            rate_per_second=row.rate,
+            burst=row.burst if row.rate is not None else None,
+            set_at=row.set_at,
+            set_by=row.principal,
+        )
+
+    return await in_transaction(db, work)
+
+
+@router.delete(
+    "/{stageType}/limits",
+    response_model=LimitsOut,
+    response_model_exclude_none=True,
+    responses={400: {"model": ErrorMessage}},
+)
+async def clear_stage_type_limits(db: DatabaseDep, stageType: StageTypePath) -> LimitsOut:
+    """Hand the type's tasks out without limits again; one without limits is left as it is."""
+    await in_transaction(db, stage_type_limits.clear_limit, stageType)
+    return LimitsOut(type=stageType)

@@ -117,6 +117,9 @@ async def claim_batch(
                     break
                 if await request.is_disconnected():
                     break  # claiming for a client that is gone would strand the tasks
+                # A limit that held a type back frees up with time, announced by nobody.
+                if claimed.retry_after is not None:
+                    left = min(left, claimed.retry_after)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(left):
                         await waiter.event.wait()

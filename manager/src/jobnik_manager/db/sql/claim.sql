@@ -9,7 +9,9 @@
 -- plan a plain ordered index scan (tests/integration/test_hot_plans.py holds it). A
 -- paused stage type (stage_type_pauses, a handful of rows) hands out nothing: the check
 -- names the bound types, not the row's, so it is planned once per statement (an
--- InitPlan) and the index scan stays as it is.
+-- InitPlan) and the index scan stays as it is. So does a limited one's
+-- (stage_type_limits): its tasks are claimed by the statement without that check
+-- (`claim_statement(limited=True)`), one type at a time, under the limit's row lock.
 
 -- name: picked_one_type
 WITH picked AS (
@@ -19,6 +21,7 @@ WITH picked AS (
       AND tasks.status = ANY (:claim_sources::varchar[])
       AND tasks.stage_type = :types::varchar
   AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = :types::varchar)
+  AND NOT EXISTS (SELECT 1 FROM stage_type_limits l WHERE l.type = :types::varchar)
     ORDER BY tasks.priority_rank, tasks.seq
     LIMIT :n
     FOR UPDATE SKIP LOCKED
@@ -32,7 +35,8 @@ WITH picked AS (
     WHERE tasks.claimable
       AND tasks.status = ANY (:claim_sources::varchar[])
       AND tasks.stage_type = ANY (ARRAY(
-      SELECT unnest(:types::varchar[]) EXCEPT SELECT p.type FROM stage_type_pauses p))
+      SELECT unnest(:types::varchar[]) EXCEPT SELECT p.type FROM stage_type_pauses p
+      EXCEPT SELECT l.type FROM stage_type_limits l))
     ORDER BY tasks.priority_rank, tasks.seq
     LIMIT :n
     FOR UPDATE SKIP LOCKED

@@ -9,6 +9,8 @@
 -- in (stage_type, priority_rank, seq) order: an equality on one stage type keeps the
 -- plan an ordered index scan, without a sort. A paused stage type (stage_type_pauses)
 -- hands out nothing; the check names the bound types, not the row's, so it runs once.
+-- A limited one's (stage_type_limits) is claimed without that check, one type at a
+-- time, by `claim(limited=True)` within its limit.
 
 -- name: picked_one_type
 SELECT seq, status AS previous
@@ -17,6 +19,7 @@ WHERE claimable = 1
   AND status IN (SELECT value FROM json_each(:claim_sources))
   AND stage_type = :type
   AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = :type)
+  AND NOT EXISTS (SELECT 1 FROM stage_type_limits l WHERE l.type = :type)
 ORDER BY priority_rank, seq
 LIMIT :n
 
@@ -26,7 +29,8 @@ FROM tasks
 WHERE claimable = 1
   AND status IN (SELECT value FROM json_each(:claim_sources))
   AND stage_type IN (SELECT value FROM json_each(:types)
-                     EXCEPT SELECT p.type FROM stage_type_pauses p)
+                     EXCEPT SELECT p.type FROM stage_type_pauses p
+                     EXCEPT SELECT l.type FROM stage_type_limits l)
 ORDER BY priority_rank, seq
 LIMIT :n
 
