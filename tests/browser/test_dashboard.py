@@ -283,6 +283,12 @@ def test_the_stage_types_page_shows_the_queues(signed_in, dashboard: Deployment)
         confirm(page)
         expect(row.locator(".paused")).to_have_text("—", timeout=WAIT)
         assert http.patch("/v1/stages/T8/tasks/dequeue").status_code == 200
+    expect(row.locator(".limits")).to_have_text("—")
+    operator = {"authorization": f"Bearer {dashboard.token('operator')}"}
+    limits = {"maxInFlight": 2, "ratePerSecond": 5}
+    with httpx.Client(base_url=dashboard.url, timeout=10, headers=operator) as http:
+        assert http.put("/v1/stage-types/T8/limits", json=limits).status_code == 200
+    expect(row.locator(".limits")).to_have_text("2 in flight, 5/s (burst 5)", timeout=WAIT)
 
 
 def test_times_in_utc_or_the_local_zone_with_who_did_what_and_how_long_it_took(  # type: ignore[no-untyped-def]

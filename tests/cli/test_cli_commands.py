@@ -510,11 +510,31 @@ def test_stage_types_pause_and_resume(base_url: str) -> None:
     refused = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
     assert refused.status_code == 404, refused.text  # nothing handed out
     [row] = [line for line in jobnik(base_url, "stage-types").stdout.splitlines() if kind in line]
-    assert row.rstrip().endswith("PAUSED"), row
+    assert row.rstrip().endswith("PAUSED │ -"), row  # paused, no limits
     resumed = jobnik(base_url, "stage-types", "resume", kind)
     assert resumed.exit_code == 0 and resumed.stdout.strip() == f"stage type {kind} resumed"
     claimed = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
     assert claimed.status_code == 200, claimed.text
+
+
+def test_stage_types_limit_and_unlimit(base_url: str) -> None:
+    job = new_job(base_url, 3)
+    kind = job["stages"][0]["type"]
+    limited = jobnik(base_url, "stage-types", "limit", kind, "--in-flight", "1", "--rate", "50")
+    assert limited.exit_code == 0, limited.stderr
+    assert limited.stdout.strip() == f"stage type {kind}: 1 in flight, 50/s (burst 50)"
+    first = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
+    assert first.status_code == 200, first.text
+    held = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
+    assert held.status_code == 404, held.text  # one in flight at most
+    [row] = [line for line in jobnik(base_url, "stage-types").stdout.splitlines() if kind in line]
+    assert row.rstrip().endswith("1 in flight, 50/s (burst 50)"), row
+    unlimited = jobnik(base_url, "stage-types", "unlimit", kind)
+    assert unlimited.stdout.strip() == f"stage type {kind} unlimited"
+    again = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
+    assert again.status_code == 200, again.text
+    bad = jobnik(base_url, "stage-types", "limit", kind)
+    assert bad.exit_code == 4 and "maxInFlight" in bad.stderr, bad.stderr
 
 
 def test_show_prints_what_the_job_produced(base_url: str) -> None:

@@ -346,8 +346,9 @@ class ProducerCalls:
     async def list_stage_types(self) -> list[dict[str, Any]]:
         """The stage types with work in a stage that may run, by name, as the manager
         answers them (`GET /v1/stage-types`, an extension): `type`, `waiting` (ready to
-        claim), `inFlight`, `expiring` (leases about to run out), `failed` and
-        `oldestWaitingSeconds`."""
+        claim), `inFlight`, `expiring` (leases about to run out), `failed`,
+        `oldestWaitingSeconds`, `paused`, and its limits when it has any (`maxInFlight`,
+        `ratePerSecond`, `burst`)."""
         response = await self._http.request("GET", "/v1/stage-types")
         items: list[dict[str, Any]] = response.json()["items"]
         return items
@@ -365,8 +366,35 @@ class ProducerCalls:
         return await self._stage_type_pause("DELETE", stage_type)
 
     async def _stage_type_pause(self, method: str, stage_type: str) -> dict[str, Any]:
-        path = f"/v1/stage-types/{quote(stage_type, safe='')}/pause"
-        answer: dict[str, Any] = (await self._http.request(method, path)).json()
+        return await self._stage_type_call(method, stage_type, "pause")
+
+    async def limit_stage_type(
+        self,
+        stage_type: str,
+        *,
+        max_in_flight: int | None = None,
+        rate_per_second: float | None = None,
+        burst: int | None = None,
+    ) -> dict[str, Any]:
+        """Hand out at most `max_in_flight` of this stage type's tasks at once and
+        `rate_per_second` a second (up to `burst` at once after a quiet spell), in every
+        job, across every worker and manager replica (`PUT
+        /v1/stage-types/{stageType}/limits`; an operator's or admin's token with auth
+        on). Replaces the type's limits. The answer: `type`, `maxInFlight`,
+        `ratePerSecond`, `burst`, `setAt`, `setBy`."""
+        body = {"maxInFlight": max_in_flight, "ratePerSecond": rate_per_second, "burst": burst}
+        given = {k: v for k, v in body.items() if v is not None}
+        return await self._stage_type_call("PUT", stage_type, "limits", given)
+
+    async def unlimit_stage_type(self, stage_type: str) -> dict[str, Any]:
+        """Hand this stage type's tasks out without limits again."""
+        return await self._stage_type_call("DELETE", stage_type, "limits")
+
+    async def _stage_type_call(
+        self, method: str, stage_type: str, what: str, body: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        path = f"/v1/stage-types/{quote(stage_type, safe='')}/{what}"
+        answer: dict[str, Any] = (await self._http.request(method, path, json=body)).json()
         return answer
 
     async def list_workers(self) -> list[dict[str, Any]]:

@@ -715,6 +715,14 @@ function age(seconds) {
   return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
 }
 
+// A stage type's limits in words: "3 in flight, 20/s (burst 20)", or "—".
+function limitsText(t) {
+  const parts = [];
+  if (t.maxInFlight != null) parts.push(`${t.maxInFlight} in flight`);
+  if (t.ratePerSecond != null) parts.push(`${t.ratePerSecond}/s (burst ${t.burst})`);
+  return parts.length ? parts.join(", ") : "—";
+}
+
 function stageTypesPage() {
   const box = h("section", { "aria-labelledby": "types-heading" });
   const notice = h("div", {});
@@ -736,7 +744,7 @@ function stageTypesPage() {
   }
 
   view.replaceChildren(h("h1", { id: "types-heading" }, "Stage types"),
-    h("p", { class: "muted" }, "Work in stages that may run: tasks waiting to be claimed, tasks in flight, failed tasks, and how long the oldest has waited. A paused stage type hands out none of its tasks, in any job, until it is resumed."),
+    h("p", { class: "muted" }, "Work in stages that may run: tasks waiting to be claimed, tasks in flight, failed tasks, and how long the oldest has waited. A paused stage type hands out none of its tasks, in any job, until it is resumed; a limited one no more than its limits allow, across every worker."),
     notice, box);
   document.title = "Stage types · Jobnik";
 
@@ -751,10 +759,11 @@ function stageTypesPage() {
       h("td", { class: "num failed" }, t.failed),
       h("td", { class: "num" }, age(t.oldestWaitingSeconds)),
       h("td", { class: "paused" }, t.paused ? statusBadge("PAUSED") : "—"),
+      h("td", { class: "limits" }, limitsText(t)),
       h("td", {}, h("button", { type: "button", class: "secondary", "data-key": `toggle-${t.type}`,
         onclick: () => toggle(t) }, `${t.paused ? "Resume" : "Pause"} ${t.type}`))));
     keepFocus(() => box.replaceChildren(data.items.length
-      ? listTable(["Stage type", "Waiting", "In flight", "Lease expiring", "Failed", "Oldest waiting", "Paused", "Action"], rows, "Stage types")
+      ? listTable(["Stage type", "Waiting", "In flight", "Lease expiring", "Failed", "Oldest waiting", "Paused", "Limits", "Action"], rows, "Stage types")
       : h("p", {}, "No stage has work to hand out.")));
     say(`${data.total} stage types with work`);
   }

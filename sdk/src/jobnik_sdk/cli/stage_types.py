@@ -14,7 +14,7 @@ from . import output
 from ._run import Json, Manager, Token, Url, fetched, run
 
 app = typer.Typer(
-    help="The queues by stage type (with no command); pause or resume one.",
+    help="The queues by stage type (with no command); pause, resume, limit or unlimit one.",
     invoke_without_command=True,
 )
 StageType = Annotated[str, typer.Argument(metavar="TYPE", help="The stage type.")]
@@ -24,9 +24,9 @@ StageType = Annotated[str, typer.Argument(metavar="TYPE", help="The stage type."
 def stage_types(
     ctx: typer.Context, url: Url = None, token: Token = None, json: Json = False
 ) -> None:
-    """Each stage type with work in a stage that may run, or paused: tasks waiting to be
-    claimed, in flight, with a lease about to run out, failed, how long the oldest has
-    waited, and whether it is paused."""
+    """Each stage type with work in a stage that may run, paused or limited: tasks waiting
+    to be claimed, in flight, with a lease about to run out, failed, how long the oldest
+    has waited, whether it is paused, and its limits."""
     if ctx.invoked_subcommand is not None:
         return
 
@@ -38,6 +38,7 @@ def stage_types(
     for column in ("waiting", "in flight", "expiring", "failed", "oldest waiting"):
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("paused", no_wrap=True)
+    table.add_column("limits", no_wrap=True)
     for load in loads:
         oldest = load.get("oldestWaitingSeconds")
         table.add_row(
@@ -48,6 +49,7 @@ def stage_types(
             str(load["failed"]),
             "-" if oldest is None else f"{oldest:.0f} s",
             "PAUSED" if load.get("paused") else "-",
+            limits_text(load),
         )
     output.stdout().print(table)
 
@@ -73,3 +75,50 @@ def resume(stage_type: StageType, url: Url = None, token: Token = None) -> None:
 
     done = run(Manager.chosen(url, token), work)
     output.stdout().print(f"stage type {escape(done['type'])} resumed", soft_wrap=True)
+
+
+@app.command("limit")
+def limit(
+    stage_type: StageType,
+    in_flight: Annotated[
+        int | None, typer.Option("--in-flight", min=1, help="Most tasks running at once.")
+    ] = None,
+    rate: Annotated[
+        float | None, typer.Option("--rate", min=0.001, help="Most tasks handed out a second.")
+    ] = None,
+    burst: Annotated[
+        int | None, typer.Option("--burst", min=1, help="Most handed out at once (with --rate).")
+    ] = None,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Limit the stage type's tasks, in every job, across every worker and replica."""
+
+    async def work(client: JobnikClient) -> dict[str, Any]:
+        return await client.limit_stage_type(
+            stage_type, max_in_flight=in_flight, rate_per_second=rate, burst=burst
+        )
+
+    done = run(Manager.chosen(url, token), work)
+    output.stdout().print(f"stage type {escape(done['type'])}: {limits_text(done)}", soft_wrap=True)
+
+
+@app.command("unlimit")
+def unlimit(stage_type: StageType, url: Url = None, token: Token = None) -> None:
+    """Hand the stage type's tasks out without limits again."""
+
+    async def work(client: JobnikClient) -> dict[str, Any]:
+        return await client.unlimit_stage_type(stage_type)
+
+    done = run(Manager.chosen(url, token), work)
+    output.stdout().print(f"stage type {escape(done['type'])} unlimited", soft_wrap=True)
+
+
+def limits_text(load: dict[str, Any]) -> str:
+    """A type's limits in words: "3 in flight, 20/s (burst 20)", or "-"."""
+    parts = []
+    if load.get("maxInFlight") is not None:
+        parts.append(f"{load['maxInFlight']} in flight")
+    if load.get("ratePerSecond") is not None:
+        parts.append(f"{load['ratePerSecond']:g}/s (burst {load.get('burst')})")
+    return ", ".join(parts) or "-"
