@@ -59,6 +59,9 @@ class Claimer:
         self._with_context = True
         self._next_group = 0
         self._refused = False
+        # After the last `claim`: how soon a stage type's limit lets more out, when it
+        # held tasks back (the manager's `retryAfterSeconds`); None otherwise.
+        self.held_back: timedelta | None = None
 
     @property
     def long_polls(self) -> bool:
@@ -71,6 +74,7 @@ class Claimer:
         be asked). Raises AuthenticationError or PermissionDeniedError when the manager
         refuses the worker's token."""
         count = len(self._groups)
+        self.held_back = None
         for offset in range(count):
             index = (self._next_group + offset) % count
             group = self._groups[index]
@@ -119,4 +123,7 @@ class Claimer:
             group, limit=limit, lease=self._lease, worker=self._name, wait=wait
         )
         self._on_context(claimed.stages, claimed.jobs)
+        if claimed.retry_after_seconds is not None:
+            hint = timedelta(seconds=claimed.retry_after_seconds)
+            self.held_back = hint if self.held_back is None else min(self.held_back, hint)
         return claimed.items

@@ -46,6 +46,8 @@ class ClaimOptions(TypedDict, total=False):
 # Batch answers are parsed straight from the body's bytes, in one pass.
 class _Claimed(_Wire):
     items: list[Task]
+    # Extension: a stage type's limit held tasks back; claim again after this long.
+    retry_after_seconds: float | None = None
 
 
 class ClaimedTasks(_Wire):
@@ -55,6 +57,9 @@ class ClaimedTasks(_Wire):
     items: list[Task]
     stages: list[Stage] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
+    # A stage type's limit held tasks back (docs/api-extensions.md, "Stage types"):
+    # more may be handed out after this many seconds, whatever wakes the worker.
+    retry_after_seconds: float | None = None
 
 
 class _Renewed(_Wire):

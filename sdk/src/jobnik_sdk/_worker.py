@@ -489,6 +489,12 @@ class Worker(Generic[DataT]):
         began = self._clock.monotonic()
         tasks = await (self._long_poll(limit) if long_poll else self._claim(limit))
         self._schedule.answered(found_any=bool(tasks))
+        held_back = self._claimer.held_back
+        if not tasks and held_back is not None:
+            # A stage type's limit held work back: it may let more out then, and no
+            # wake-up will say so.
+            await self._sleep(held_back)
+            return
         if not tasks:
             if long_poll or not may_wait:
                 await self._idle(self._schedule.idle_steps, waited=self._clock.monotonic() - began)

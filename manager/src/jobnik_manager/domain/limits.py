@@ -48,7 +48,7 @@ def default_burst(rate: float | None) -> int:
 class Allowance:
     n: int  # tasks the claim may hand out now
     tokens: float  # the bucket now, before this claim spends from it
-    retry_after: float | None  # seconds until more may be handed out, when n is 0
+    retry_after: float | None  # seconds until more may be handed out, when it held some back
 
 
 def allowance(limit: Limit, in_flight: int, now: datetime, asked: int) -> Allowance:
@@ -57,18 +57,18 @@ def allowance(limit: Limit, in_flight: int, now: datetime, asked: int) -> Allowa
     retry_after: float | None = None
     tokens = float(limit.burst)
     if limit.max_in_flight is not None:
-        n = min(n, max(0, limit.max_in_flight - in_flight))
-        if n == 0:
-            retry_after = IN_FLIGHT_RECHECK
+        room = max(0, limit.max_in_flight - in_flight)
+        if room < n:
+            n, retry_after = room, IN_FLIGHT_RECHECK
     if limit.rate is not None:
         elapsed = max(0.0, (now - limit.refilled_at).total_seconds())
         tokens = min(float(limit.burst), limit.tokens + elapsed * limit.rate)
         whole = math.floor(tokens + 1e-9)
-        if whole < 1:
-            wait = (1 - tokens) / limit.rate
-            retry_after = wait if retry_after is None else max(retry_after, wait)
-        n = min(n, whole)
-    return Allowance(max(0, n), tokens, retry_after if n <= 0 else None)
+        if whole < n:
+            # The next token after those this claim spends.
+            wait = (whole + 1 - tokens) / limit.rate
+            n, retry_after = whole, wait if retry_after is None else max(retry_after, wait)
+    return Allowance(max(0, n), tokens, retry_after)
 
 
 def spent(a: Allowance, claimed: int) -> float:

@@ -74,7 +74,7 @@ async def limits(s: AsyncSession) -> dict[str, StageTypeLimit]:
 @dataclass(frozen=True, slots=True)
 class LimitedClaim:
     rows: list[Any]  # as the claim statement answers them
-    retry_after: float | None  # seconds until the limit may allow more, when it allowed none
+    retry_after: float | None  # seconds until the limit may allow more, when it held some back
 
 
 def _limit(row: Any) -> Limit:
@@ -159,7 +159,7 @@ def claim_limited_sqlite(
         if allowed.n > 0:
             one = replace(ask, stage_types=(row["type"],), limit=allowed.n)
             more = sqlite_claim(conn, one, limited=True)
-        elif allowed.retry_after is not None:
+        if allowed.retry_after is not None:
             retry_after = min(retry_after or allowed.retry_after, allowed.retry_after)
         conn.execute(
             "UPDATE stage_type_limits SET tokens = ?, refilled_at = ? WHERE type = ?",

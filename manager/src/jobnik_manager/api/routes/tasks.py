@@ -126,6 +126,8 @@ async def claim_batch(
                 if await request.is_disconnected():
                     break
     body: dict[str, Any] = {"items": task_bodies([_columns(r) for r in claimed.rows])}
+    if claimed.retry_after is not None:  # a stage type's limit held tasks back
+        body["retryAfterSeconds"] = round(claimed.retry_after, 3)
     if payload.with_context and claimed.rows:
         body["stages"] = [stage_body(st) for st in claimed.stages]
         body["jobs"] = [job_body(j) for j in claimed.jobs]
