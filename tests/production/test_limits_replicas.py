@@ -78,6 +78,4 @@ async def test_a_rate_limit_holds_across_two_replicas_and_eight_workers(
         running += 1 if move["to_status"] == "IN_PROGRESS" else -1
         most = max(most, running)
     assert most <= IN_FLIGHT, most
-    print(
-        f"{len(in_window)} handed out in the first {WINDOW} (rate {RATE}/s); {most} in flight at most"
-    )
+    print(f"{len(in_window)} handed out in {WINDOW} at {RATE}/s; {most} in flight at most")
