@@ -20,6 +20,12 @@ on the one given with --url (dropped and recreated first!, and left for inspecti
 With --analyze, each drained job's tasks are ANALYZEd once created (PostgreSQL); without
 it the drain runs on a stage the planner has no statistics for yet.
 
+With --compare-controls the modes run on two databases side by side, in turn within every
+run: one with nothing else, and one where 50 other stage types have work waiting, 10 of
+them rate limited (and claimed by a Worker of their own as fast as allowed) and 5
+paused; the drained type is neither. It shows what the claim's limit and pause checks
+cost a type they do not concern.
+
 With --compare-history N the sdk drain runs on two databases side by side, one empty
 and one holding N finished tasks of the drained stage types, in turn within every run;
 the median of the runs' rate ratios must stay within --max-history-ratio (1.2).
@@ -35,6 +41,7 @@ come with the rates: the manager's and the worker's CPU time, PostgreSQL commits
     uv run python scripts/bench_drain.py --tasks 5000 --runs 3 --modes sdk,batch
     uv run python scripts/bench_drain.py --compare-history 1000000   # exit 1 above 1.2x
     uv run python scripts/bench_drain.py --compare-metrics --runs 3 --modes sdk,batch
+    uv run python scripts/bench_drain.py --compare-controls --runs 3 --modes sdk,batch
     uv run python scripts/bench_drain.py --url sqlite+aiosqlite:////tmp/bench_drain.db
 """
 
@@ -765,6 +772,40 @@ ORDER BY t.seq, m.step
 """
 
 
+CONTROL_TYPES = 50
+LIMITED, PAUSED = range(0, 10), range(10, 15)
+
+
+async def add_controls(base: str) -> asyncio.Task[None]:
+    """Work in 50 other stage types (200 tasks each): 10 rate limited at 20 a second and
+    claimed by a Worker as fast as their limits allow, 5 paused, the rest left waiting.
+    Answers the Worker's task, to cancel at the end."""
+    types = [f"control-{i}" for i in range(CONTROL_TYPES)]
+    async with JobnikClient(base) as client:
+        for kind in types:
+            tasks = [NewTask(data={}) for _ in range(200)]
+            await client.create_job(
+                f"control {kind}", stages=[NewStage(type=kind, tasks=tasks)], return_tasks=False
+            )
+        for i in LIMITED:
+            await client.limit_stage_type(types[i], rate_per_second=20)
+        for i in PAUSED:
+            await client.pause_stage_type(types[i])
+
+    async def claim_limited() -> None:
+        async def noop(data: Any) -> None:
+            return None
+
+        async with JobnikClient(base) as client:
+            limited = [types[i] for i in LIMITED]
+            worker = Worker(
+                client, stage_types=limited, handler=noop, concurrency=4, handle_signals=False
+            )
+            await worker.run()
+
+    return asyncio.create_task(claim_limited())
+
+
 async def add_history(url: str, stage_types: list[str], total: int) -> float:
     """Insert `total` COMPLETED tasks (with their events), spread over `stage_types`, each
     type in a finished job and stage of its own; then VACUUM ANALYZE. Seconds taken."""
@@ -1193,6 +1234,14 @@ async def benchmark(args: argparse.Namespace) -> int:
             ("empty", args.url, args.port, 0, ["sdk"], {}),
             ("history", history_url, free_port(), args.compare_history, ["sdk"], {}),
         ]
+    elif args.compare_controls:
+        controls_url = sibling_url(args.url, "controls")
+        if args.url in args.scratch:
+            args.scratch.append(controls_url)
+        sides = [
+            ("plain", args.url, args.port, 0, args.modes, {}),
+            ("controls", controls_url, free_port(), 0, args.modes, {}),
+        ]
     elif args.compare_metrics:
         metrics_url = sibling_url(args.url, "metrics")
         if args.url in args.scratch:
@@ -1217,6 +1266,7 @@ async def benchmark(args: argparse.Namespace) -> int:
     statements = all(p.bench.statements for p in phases)
 
     exit_code = 0
+    background: asyncio.Task[None] | None = None
     try:
         for phase in phases:
             if phase.history:
@@ -1225,11 +1275,16 @@ async def benchmark(args: argparse.Namespace) -> int:
                 phase.history_s = await add_history(phase.bench.url, stage_types, phase.history)
                 say(f"added {phase.history:,} finished tasks in {phase.history_s:.1f} s")
             await phase.bench.start_manager()
+            if phase.name == "controls":
+                say("adding 50 stage types with work, 10 rate limited, 5 paused ...")
+                background = await add_controls(phase.bench.manager.base)
         await measure_runs(args, phases, ceiling_url)
     except BenchFailure as exc:
         print(f"\nFAILED: {exc}", file=sys.stderr)
         exit_code = 1
     finally:
+        if background is not None:
+            background.cancel()
         for phase in phases:
             phase.bench.stop_manager()
 
@@ -1357,6 +1412,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--compare-metrics",
         action="store_true",
         help="run the modes on two managers, JOBNIK_METRICS off and on, in turn every run",
+    )
+    parser.add_argument(
+        "--compare-controls",
+        action="store_true",
+        help="run the modes on two databases, one with 50 other stage types at work (10 "
+        "rate limited, 5 paused), in turn every run",
     )
     parser.add_argument(
         "--analyze", action="store_true", help="ANALYZE the tasks once each drain's job is made"
