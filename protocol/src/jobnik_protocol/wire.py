@@ -102,6 +102,8 @@ class SystemReason:
     RETRIED_BY_USER = "retried by user"
     # A job's or stage's reason when the task that failed it gave none.
     TASK_FAILED = "a task failed"
+    # A task, or a job, not started by its `expiresAt`: aborted, never run late.
+    EXPIRED = "expired"
 
 
 # The keys of an entry a task's worker added to its job's history; a status change's

@@ -157,6 +157,8 @@ class Task(_Wire):
     # How long an attempt may run; past it the manager fails the attempt "timed out".
     timeout_seconds: float | None = None
     retry_policy: TaskRetryPolicy | None = None
+    # Never handed out from then on; aborted ("expired") if still waiting by then.
+    expires_at: datetime | None = None
 
 
 class Stage(_Wire):
@@ -229,6 +231,8 @@ class Job(_Wire):
     unique_key: str | None = None
     # What it produced, as one of its tasks set it (`TaskContext.set_job_result`).
     result: dict[str, Any] | None = None
+    # Aborted ("expired") if none of its tasks started by then (`create_job(expires_at=)`).
+    expires_at: datetime | None = None
 
 
 class NewAsset(_Wire):
@@ -353,12 +357,15 @@ class NewTask(_Wire):
     # How long an attempt may run before the manager fails it "timed out" (None: its
     # stage's `timeout_seconds`, else no limit).
     timeout_seconds: float | None = Field(default=None, gt=0)
+    # Never handed out from this time on (nor after its job's `expires_at`); aborted
+    # ("expired") if it is still waiting then. An aware datetime still to come.
+    expires_at: datetime | None = None
 
-    @field_validator("not_before")
+    @field_validator("not_before", "expires_at")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
-            raise ValueError("not_before must carry its time zone (e.g. datetime.now(UTC))")
+            raise ValueError("a time must carry its time zone (e.g. datetime.now(UTC))")
         return value
 
 

@@ -94,6 +94,7 @@ class ProducerCalls:
         return_tasks: bool = True,
         unique_key: str | None = None,
         unique_window: timedelta | None = None,
+        expires_at: datetime | None = None,
     ) -> Job:
         """Create a job, optionally with its stages and their tasks in one transaction.
 
@@ -108,6 +109,9 @@ class ProducerCalls:
         carry no tasks (their summaries count them): a create of many tasks then costs
         neither side the encoding and parsing of each.
 
+        With `expires_at` (an aware datetime still to come), none of its tasks is handed
+        out from then on, and the job is aborted ("expired") if none of them started.
+
         With `unique_key`, one job per key: while the job holding the key is not final
         (or, with `unique_window`, until that long after its creation) the call makes
         nothing and returns that job, stages and all; its `unique_key` says so.
@@ -119,7 +123,8 @@ class ProducerCalls:
             body["uniqueWindowSeconds"] = unique_window.total_seconds()
         if user_metadata is not None:
             body["userMetadata"] = dict(user_metadata)
-        for key, time in (("notBefore", not_before), ("deadline", deadline)):
+        times = (("notBefore", not_before), ("deadline", deadline), ("expiresAt", expires_at))
+        for key, time in times:
             if time is not None:
                 body[key] = _aware(time, key).isoformat()
         if stages:

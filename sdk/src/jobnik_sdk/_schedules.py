@@ -59,6 +59,8 @@ class ScheduleCalls:
         return Schedule.model_validate_json(response.content)
 
     async def get_schedule(self, name: str) -> Schedule:
+        """The schedule `name`, with its next and last time and its counts (NotFoundError
+        when there is none)."""
         response = await self._http.request("GET", _path(name))
         return Schedule.model_validate_json(response.content)
 

@@ -152,6 +152,7 @@ _OPTIONAL_AFTER_TRACEPARENT: Sequence[OptionalField] = (
     ("timeoutSeconds", "timeout_seconds", _same),
     ("reason", "reason", _same),
     ("result", "result", _same),
+    ("expiresAt", "expires_at", _time),
 )
 
 

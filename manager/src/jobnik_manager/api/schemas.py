@@ -134,6 +134,9 @@ class TaskCreate(Inbound):
     not_before: Schedule | None = None
     # Extension: how long an attempt may run (default: its stage's, else no limit).
     timeout_seconds: Timeout | None = None
+    # Extension: never handed out from this time on; aborted ("expired") if still waiting
+    # (nor after its job's `expiresAt`).
+    expires_at: Schedule | None = None
 
     def to_new(self) -> NewTask:
         policy = self.retry_policy.to_domain() if self.retry_policy else None
@@ -181,6 +184,9 @@ class JobCreate(Inbound):
     # window, until that long after its creation), a create with the key answers it.
     unique_key: UniqueKey | None = None
     unique_window_seconds: UniqueWindow | None = None
+    # Extension: aborted ("expired") if none of its tasks has started by this time; no
+    # task of it is handed out from then on.
+    expires_at: Schedule | None = None
 
     @model_validator(mode="after")
     def _window_with_a_key(self) -> Self:
@@ -405,6 +411,7 @@ class TaskOut(Outbound):
     timeout_seconds: float | None = None
     reason: str | None = None
     result: dict[str, object] | None = None
+    expires_at: datetime | None = None
 
 
 class HeartbeatOut(Outbound):
@@ -546,6 +553,8 @@ class JobOut(Outbound):
     unique_key: str | None = None
     # Extension, present when one of its tasks set it: what the job produced.
     result: dict[str, Any] | None = None
+    # Extension, present when set: aborted ("expired") if none of its tasks started by then.
+    expires_at: datetime | None = None
 
 
 ItemT = TypeVar("ItemT")

@@ -83,6 +83,8 @@ class Job(Base):
     deadline: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     # COMPLETED with failures its stages allowed.
     partial: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Aborted ("expired") if none of its tasks has started by then; its tasks' default.
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
 
 
 class Stage(Base):
@@ -149,6 +151,12 @@ class Task(Base):
         _partial_index("ix_tasks_not_before", "not_before", "not_before IS NOT NULL"),
         # The dead letters: tasks FAILED for good, by when they ended.
         _partial_index("ix_tasks_failed", "end_time", "status = 'FAILED'"),
+        # Tasks waiting to start that expire, by when: what the maintenance loop aborts.
+        _partial_index(
+            "ix_tasks_expiring",
+            "expires_at",
+            "expires_at IS NOT NULL AND status IN ('PENDING', 'RETRIED')",
+        ),
     )
 
     # Insertion order: the oldest-first tie-break between tasks of equal priority.
@@ -187,6 +195,8 @@ class Task(Base):
     timeout_seconds: Mapped[float | None] = mapped_column(Float, default=None)
     reason: Mapped[str | None] = mapped_column(String(2000), default=None)
     result: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
+    # Never handed out from then on: aborted ("expired") if it is still waiting.
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
 
 
 class Event(Base):

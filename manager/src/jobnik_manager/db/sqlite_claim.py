@@ -109,6 +109,7 @@ def claim(conn: sqlite3.Connection, ask: ClaimAsk, *, limited: bool = False) -> 
     picked_params: dict[str, Any] = {
         "claim_sources": json.dumps(list(_CLAIMS)),
         "n": ask.limit,
+        "now": t.tasks.bind("expires_at", now),
     }
     if len(ask.stage_types) == 1:
         picked_params["type"] = ask.stage_types[0]

@@ -10,6 +10,7 @@ from ..db.engine import Database
 from ..services.schedules import JobBuilder, fire_due
 from ..services.workers import forget_gone
 from .cleanup import forget_old_keys
+from .expiry import expire
 from .reaper import open_due_retries, reap_expired
 from .retention import delete_finished_before
 from .time_limits import enforce_deadlines, time_out_attempts
@@ -20,21 +21,24 @@ CLEANUP_EVERY = 60  # ticks
 
 async def run_tick(db: Database, build: JobBuilder | None = None) -> None:
     """One tick's work on time: expired leases, tasks due (retry delays over, their
-    not-before come), attempts past their time limit, jobs past their deadline, and, given
+    not-before come), attempts past their time limit, jobs past their deadline, jobs and
+    tasks past their expiry not started, and, given
     how a schedule's job is made (`build`), the runs of schedules due."""
     reaped = await reap_expired(db)
     opened = await open_due_retries(db)
     timed_out = await time_out_attempts(db)
     past_deadline = await enforce_deadlines(db)
+    expired = await expire(db)
     runs = 0 if build is None else await fire_due(db, build)
-    if reaped or opened or timed_out or past_deadline or runs:
+    if reaped or opened or timed_out or past_deadline or expired or runs:
         log.info(
             "maintenance: %d expired leases reaped, %d tasks due, %d attempts timed out, "
-            "%d jobs past their deadline, %d schedule runs",
+            "%d jobs past their deadline, %d jobs and tasks expired, %d schedule runs",
             reaped,
             opened,
             timed_out,
             past_deadline,
+            expired,
             runs,
         )
 

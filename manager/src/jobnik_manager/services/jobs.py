@@ -42,6 +42,11 @@ class CreatedJob:
 
 async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
     now = now_in(s)
+    if new.expires_at is not None and new.expires_at <= now:
+        raise RuleViolation(
+            "expiresAt must be a time to come (a job that expired would never run)",
+            code="VALIDATION_ERROR",
+        )
     job = Job(
         id=uuid.uuid4(),
         name=new.name,
@@ -58,6 +63,7 @@ async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
         deadline=new.deadline,
         owner=new.owner,
         unique_key=new.unique_key,
+        expires_at=new.expires_at,
     )
     await insert_new(s, job)
     await moved(s, job, JOB_CREATED, now)

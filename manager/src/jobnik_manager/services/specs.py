@@ -29,6 +29,8 @@ class NewTask:
     not_before: datetime | None = None
     # How long an attempt may run (None: its stage's default, else no limit).
     timeout_seconds: float | None = None
+    # Never handed out from then on (nor after its job's `expires_at`).
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,8 @@ class NewJob:
     deadline: datetime | None = None
     # The token name creating it, when authentication is on.
     owner: str | None = None
+    # Aborted ("expired") if none of its tasks started by then; its tasks' default.
+    expires_at: datetime | None = None
     # One job per key: while the job holding it is not final, or for `unique_window`.
     unique_key: str | None = None
     unique_window: timedelta | None = None

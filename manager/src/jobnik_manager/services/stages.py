@@ -143,6 +143,15 @@ async def insert_tasks(
         due = max((t for t in (task.not_before, job.not_before) if t is not None), default=None)
         return due if due is not None and due > now else None
 
+    def expiry(task: NewTask) -> datetime | None:
+        """From when the task is never handed out: its own time or its job's."""
+        if task.expires_at is not None and task.expires_at <= now:
+            raise RuleViolation(
+                "expiresAt must be a time to come (a task that expired would never run)",
+                code="VALIDATION_ERROR",
+            )
+        return min((t for t in (task.expires_at, job.expires_at) if t is not None), default=None)
+
     ids = _new_ids(len(new))
     stage_id, job_id, stage_type = stage.id, job.id, stage.type
     spans, policy = new_traceparents(stage.traceparent), stage.retry_policy
@@ -171,6 +180,7 @@ async def insert_tasks(
                 "creation_time": now,
                 "retry_policy": p.retry_policy.to_json() if p.retry_policy else policy,
                 "timeout_seconds": p.timeout_seconds or stage.timeout_seconds,
+                "expires_at": expiry(p),
             }
             for task_id, p in zip(ids[start:end], new[start:end], strict=True)
             for not_before in (scheduled(p),)

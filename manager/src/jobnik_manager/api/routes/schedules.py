@@ -37,8 +37,8 @@ ScheduleName = Annotated[str, Path(min_length=1, max_length=100)]
 
 class ScheduleIn(Inbound):
     """A schedule: `cron` (read in `timezone`) or `intervalSeconds`, and the job to make
-    at each time, as POST /v1/jobs takes it (without notBefore or deadline, which are
-    times of one job)."""
+    at each time, as POST /v1/jobs takes it (without notBefore, deadline or expiresAt,
+    which are times of one job)."""
 
     cron: str | None = Field(default=None, min_length=1, max_length=200)
     interval_seconds: float | None = Field(default=None, allow_inf_nan=False)
@@ -51,8 +51,11 @@ class ScheduleIn(Inbound):
 
     @model_validator(mode="after")
     def _a_template(self) -> Self:
-        if self.job.not_before is not None or self.job.deadline is not None:
-            raise ValueError("a schedule's job takes no notBefore or deadline (times of one job)")
+        job = self.job
+        if any(t is not None for t in (job.not_before, job.deadline, job.expires_at)):
+            raise ValueError(
+                "a schedule's job takes no notBefore, deadline or expiresAt (times of one job)"
+            )
         return self
 
     def spec(self, name: str) -> service.ScheduleSpec:

@@ -12,6 +12,7 @@
 -- InitPlan) and the index scan stays as it is. So does a limited one's
 -- (stage_type_limits): its tasks are claimed by the statement without that check
 -- (`claim_statement(limited=True)`), one type at a time, under the limit's row lock.
+-- A task past its `expires_at` is never handed out, before the maintenance loop aborts it.
 
 -- name: picked_one_type
 WITH picked AS (
@@ -20,6 +21,7 @@ WITH picked AS (
     WHERE tasks.claimable
       AND tasks.status = ANY (:claim_sources::varchar[])
       AND tasks.stage_type = :types::varchar
+      AND (tasks.expires_at IS NULL OR tasks.expires_at > :now::timestamptz)
   AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = :types::varchar)
   AND NOT EXISTS (SELECT 1 FROM stage_type_limits l WHERE l.type = :types::varchar)
     ORDER BY tasks.priority_rank, tasks.seq
@@ -34,6 +36,7 @@ WITH picked AS (
     FROM tasks
     WHERE tasks.claimable
       AND tasks.status = ANY (:claim_sources::varchar[])
+      AND (tasks.expires_at IS NULL OR tasks.expires_at > :now::timestamptz)
       AND tasks.stage_type = ANY (ARRAY(
       SELECT unnest(:types::varchar[]) EXCEPT SELECT p.type FROM stage_type_pauses p
       EXCEPT SELECT l.type FROM stage_type_limits l))
@@ -163,7 +166,8 @@ SELECT stages.*,
        jobs.failed_task_id AS job_failed_task_id,
        jobs.failed_stage_id AS job_failed_stage_id, jobs.not_before AS job_not_before,
        jobs.deadline AS job_deadline, jobs.partial AS job_partial,
-       jobs.unique_key AS job_unique_key, jobs.result AS job_result
+       jobs.unique_key AS job_unique_key, jobs.result AS job_result,
+       jobs.expires_at AS job_expires_at
 FROM stages JOIN jobs ON jobs.id = stages.job_id
 WHERE stages.id = ANY (:stage_ids::uuid[])
 ORDER BY stages.id

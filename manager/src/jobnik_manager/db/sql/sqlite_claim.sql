@@ -10,7 +10,8 @@
 -- plan an ordered index scan, without a sort. A paused stage type (stage_type_pauses)
 -- hands out nothing; the check names the bound types, not the row's, so it runs once.
 -- A limited one's (stage_type_limits) is claimed without that check, one type at a
--- time, by `claim(limited=True)` within its limit.
+-- time, by `claim(limited=True)` within its limit. A task past its `expires_at` is never
+-- handed out, before the maintenance loop aborts it.
 
 -- name: picked_one_type
 SELECT seq, status AS previous
@@ -18,6 +19,7 @@ FROM tasks
 WHERE claimable = 1
   AND status IN (SELECT value FROM json_each(:claim_sources))
   AND stage_type = :type
+  AND (expires_at IS NULL OR expires_at > :now)
   AND NOT EXISTS (SELECT 1 FROM stage_type_pauses p WHERE p.type = :type)
   AND NOT EXISTS (SELECT 1 FROM stage_type_limits l WHERE l.type = :type)
 ORDER BY priority_rank, seq
@@ -28,6 +30,7 @@ SELECT seq, status AS previous
 FROM tasks
 WHERE claimable = 1
   AND status IN (SELECT value FROM json_each(:claim_sources))
+  AND (expires_at IS NULL OR expires_at > :now)
   AND stage_type IN (SELECT value FROM json_each(:types)
                      EXCEPT SELECT p.type FROM stage_type_pauses p
                      EXCEPT SELECT l.type FROM stage_type_limits l)

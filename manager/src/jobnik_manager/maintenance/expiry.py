@@ -1,0 +1,99 @@
+"""Expiry, enforced by the maintenance tick on every replica.
+
+A task waiting to be claimed (PENDING, RETRIED) past its `expires_at` is
+aborted "expired", as a cancelled task is: it counts for neither completed nor failed.
+The claim never hands it out from that time on, so the abort cannot race a claim that
+comes later; one that came earlier holds the task, whose status is then checked again
+under the lock. A job none of whose tasks has started by its `expires_at` is aborted
+"expired" with everything under it; a job that started goes on without its expired
+tasks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import partial
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from jobnik_protocol.wire import SystemReason
+
+from ..db.engine import Database, now_in
+from ..db.models import Job, Task
+from ..domain.moves import job_move
+from ..domain.progress import job_percentage
+from ..domain.statuses import JobStatus, TaskStatus
+from ..services.cascade import abort_unfinished, job_stages
+from ..services.history import moved
+from ..services.loading import load_job
+from ..services.reports import Report, settle_reports
+from .reaper import in_batches
+
+BATCH = 100
+WAITING = (TaskStatus.PENDING, TaskStatus.RETRIED)  # a CREATED one when its stage opens
+_FINAL_JOB = [s for s in JobStatus if s.is_final]
+
+
+async def expire_some_tasks(s: AsyncSession) -> int:
+    """Abort up to BATCH waiting tasks past their expiry, soonest first, skipping any a
+    claim or a report holds (the next tick sees them as they then are)."""
+    now = now_in(s)
+    locked = await s.execute(
+        select(Task.id)
+        .where(Task.expires_at <= now, Task.status.in_(WAITING))
+        .order_by(Task.expires_at, Task.id)
+        .limit(BATCH)
+        .with_for_update(skip_locked=True)
+    )
+    ids = list(locked.scalars())
+    expired = Report(TaskStatus.ABORTED, reason=SystemReason.EXPIRED)
+    await settle_reports(s, [(task_id, expired) for task_id in ids], now)
+    return len(ids)
+
+
+async def abort_unstarted(s: AsyncSession, *, job_id: uuid.UUID) -> bool:
+    """Abort the job if it is past its expiry with none of its tasks started; False if
+    it started, ended or has no expiry passed (any more)."""
+    now = now_in(s)
+    seen = await load_job(s, job_id)
+    if seen.start_time is not None or seen.status.is_final:
+        return False
+    if seen.expires_at is None or seen.expires_at > now:
+        return False
+    # Tasks first, the job row last, as an abort takes them; none of them runs (no claim
+    # hands one out past the job's expiry, which its tasks carry).
+    await abort_unfinished(s, job_id, now, SystemReason.EXPIRED)
+    job = await load_job(s, job_id, lock=True)
+    if job.status.is_final or job.start_time is not None:
+        return False
+    job.reason = SystemReason.EXPIRED
+    await moved(s, job, job_move(job.status, JobStatus.ABORTED), now, reason=SystemReason.EXPIRED)
+    job.percentage = job_percentage([st.status for st in await job_stages(s, job_id)])
+    return True
+
+
+async def expire(db: Database) -> int:
+    """Abort the unstarted jobs and the waiting tasks past their expiry; how many of
+    each together."""
+    now = db.clock.now()
+    async with db.sessions() as s:
+        due = list(
+            (
+                await s.execute(
+                    select(Job.id)
+                    .where(
+                        Job.expires_at <= now,
+                        Job.start_time.is_(None),
+                        Job.status.not_in(_FINAL_JOB),
+                    )
+                    .order_by(Job.expires_at)
+                    .limit(BATCH)
+                )
+            ).scalars()
+        )
+    jobs = 0
+    for job_id in due:
+        if await db.transaction(partial(abort_unstarted, job_id=job_id)):
+            jobs += 1
+    return jobs + await in_batches(db, expire_some_tasks, BATCH, 10 * BATCH)
