@@ -317,6 +317,19 @@ def test_times_in_utc_or_the_local_zone_with_who_did_what_and_how_long_it_took( 
     assert page.evaluate("localStorage.getItem('jobnik.zone')") == "local"
 
 
+def test_a_jobs_deadline_and_expiry_are_shown_with_it(  # type: ignore[no-untyped-def]
+    signed_in, dashboard: Deployment
+) -> None:
+    page = signed_in
+    times = {"deadline": "2099-01-02T03:04:05Z", "expiresAt": "2099-01-01T00:00:00Z"}
+    with producer(dashboard) as http:
+        made = http.post("/v1/jobs", json={"name": unique("timed"), "data": {}, **times})
+        assert made.status_code == 201, made.text
+    page.goto(f"{dashboard.url}/ui#/jobs/{made.json()['id']}")
+    expect(page.locator("#job-deadline")).to_have_text("2099-01-02 03:04:05 UTC", timeout=WAIT)
+    expect(page.locator("#job-expires")).to_have_text("2099-01-01 00:00:00 UTC")
+
+
 def test_a_jobs_result_and_assets_are_shown_with_the_job(  # type: ignore[no-untyped-def]
     signed_in, dashboard: Deployment
 ) -> None:

@@ -537,6 +537,15 @@ def test_stage_types_limit_and_unlimit(base_url: str) -> None:
     assert bad.exit_code == 4 and "maxInFlight" in bad.stderr, bad.stderr
 
 
+def test_show_prints_a_jobs_deadline_and_expiry(base_url: str) -> None:
+    times = {"deadline": "2099-01-02T03:04:05Z", "expiresAt": "2099-01-01T00:00:00Z"}
+    body = {"name": "timed", "data": {}, **times}
+    job = httpx.post(f"{base_url}/v1/jobs", json=body, headers=admin()).json()
+    shown = jobnik(base_url, "jobs", "show", job["id"]).stdout
+    assert "deadline  2099-01-02 03:04:05" in shown, shown
+    assert "expires   2099-01-01 00:00:00" in shown, shown
+
+
 def test_show_prints_what_the_job_produced(base_url: str) -> None:
     job = new_job(base_url, 1)
     kind = job["stages"][0]["type"]

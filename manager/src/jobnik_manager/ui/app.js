@@ -532,6 +532,8 @@ function jobPage(jobId) {
           h("div", { class: "pair" }, h("dt", {}, "Progress"), h("dd", { id: "job-progress" }, bar(progressOf(job), "Job progress"))),
           h("div", { class: "pair" }, h("dt", {}, "Created"), h("dd", {}, when(job.creationTime))),
           job.uniqueKey ? h("div", { class: "pair" }, h("dt", {}, "Unique key"), h("dd", { class: "mono", id: "job-unique-key" }, job.uniqueKey)) : null,
+          job.deadline ? h("div", { class: "pair" }, h("dt", {}, "Deadline"), h("dd", { id: "job-deadline" }, when(job.deadline))) : null,
+          job.expiresAt ? h("div", { class: "pair" }, h("dt", {}, "Expires"), h("dd", { id: "job-expires" }, when(job.expiresAt))) : null,
           h("div", { class: "pair" }, h("dt", {}, "Id"), h("dd", { class: "mono" }, job.id)))),
       actions);
   }

@@ -133,6 +133,9 @@ def show(
         ("started", output.when(job.start_time)),
         ("ended", output.when(job.end_time)),
     ]
+    for key, time in (("deadline", job.deadline), ("expires", job.expires_at)):
+        if time is not None:
+            rows.append((key, output.when(time)))
     if job.reason:
         rows.append(("reason", escape(job.reason)))
     if job.failed_task_id:
