@@ -522,7 +522,7 @@ def test_stage_types_limit_and_unlimit(base_url: str) -> None:
     kind = job["stages"][0]["type"]
     limited = jobnik(base_url, "stage-types", "limit", kind, "--in-flight", "1", "--rate", "50")
     assert limited.exit_code == 0, limited.stderr
-    assert limited.stdout.strip() == f"stage type {kind}: 1 in flight, 50/s (burst 50)"
+    assert limited.stdout.strip() == f"stage type {kind} limited to 1 in flight, 50/s (burst 50)"
     first = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
     assert first.status_code == 200, first.text
     held = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 
 import asyncpg
@@ -17,7 +16,6 @@ from jobnik_sdk import NewStage, NewTask
 
 from ..support.api import unique
 from ..support.deployment import Deployment
-from ..support.profiles import production
 from ..support.soak_ledger import asyncpg_dsn
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -26,30 +24,25 @@ IN_FLIGHT = 20
 WINDOW = timedelta(seconds=60)
 
 
-@pytest.fixture(scope="module")
-def deployed(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Deployment]:
-    with production(request, tmp_path_factory.mktemp("limits")) as d:
-        yield d
-
-
 async def test_a_rate_limit_holds_across_two_replicas_and_eight_workers(
-    deployed: Deployment,
+    own_production: Deployment,
 ) -> None:
     kind = unique("rated")
-    async with deployed.client("operator") as operator, deployed.client("producer") as producer:
+    async with (
+        own_production.client("operator") as operator,
+        own_production.client("producer") as producer,
+    ):
         await operator.limit_stage_type(kind, rate_per_second=RATE, max_in_flight=IN_FLIGHT)
         tasks = [NewTask(data={"do": "ok", "seconds": 0.1}) for _ in range(1500)]
         await producer.create_job(unique("limited"), stages=[NewStage(type=kind, tasks=tasks)])
         for i in range(8):
-            deployed.start_worker(kind, name=f"{kind}-{i}", WORKER_CONCURRENCY="4")
+            own_production.start_worker(kind, name=f"{kind}-{i}", WORKER_CONCURRENCY="4")
         began = time.monotonic()
         await asyncio.sleep(WINDOW.total_seconds() + 8)  # the workers start within seconds
         await operator.pause_stage_type(kind)
     elapsed = time.monotonic() - began
 
-    conn = await asyncpg.connect(asyncpg_dsn(deployed.database_url))
+    conn = await asyncpg.connect(asyncpg_dsn(own_production.database_url))
     try:
         starts = [
             r["time"]

@@ -44,6 +44,9 @@ from .observe.tracing import provider_from_env, span_details, trace_database
 from .services.workers import Sightings
 from .settings import Settings
 
+# The API's route modules, beside the probes (health) and the dashboard (ui).
+_API = (jobs, outputs, stages, stage_types, tasks, tokens, workers, dead_letters, schedules)
+
 
 def create_app(
     settings: Settings | None = None,
@@ -102,36 +105,12 @@ def create_app(
     install_error_handlers(app)
     install_openapi(app)
     # What a 405's Allow and the documented-method check read (api/errors.py).
-    routers = [
-        m.router
-        for m in (
-            health,
-            jobs,
-            outputs,
-            stages,
-            stage_types,
-            tasks,
-            tokens,
-            workers,
-            dead_letters,
-            schedules,
-        )
-    ]
+    routers = [m.router for m in (health, *_API)]
     app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
     app.include_router(ui.router)  # the dashboard at /ui
     app.mount(ui.ASSETS_PATH, ui.assets(), name="ui-assets")
-    for module in (
-        jobs,
-        outputs,
-        stages,
-        stage_types,
-        tasks,
-        tokens,
-        workers,
-        dead_letters,
-        schedules,
-    ):
+    for module in _API:
         app.include_router(
             module.router,
             dependencies=[Depends(documented_method), Depends(known_query_only)],

@@ -12,7 +12,6 @@ tasks.
 from __future__ import annotations
 
 import uuid
-from functools import partial
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -28,7 +27,7 @@ from ..services.cascade import abort_unfinished, job_stages
 from ..services.history import moved
 from ..services.loading import load_job
 from ..services.reports import Report, settle_reports
-from .reaper import in_batches
+from .reaper import each_due, in_batches
 
 BATCH = 100
 WAITING = (TaskStatus.PENDING, TaskStatus.RETRIED)  # a CREATED one when its stage opens
@@ -76,24 +75,15 @@ async def abort_unstarted(s: AsyncSession, *, job_id: uuid.UUID) -> bool:
 async def expire(db: Database) -> int:
     """Abort the unstarted jobs and the waiting tasks past their expiry; how many of
     each together."""
-    now = db.clock.now()
-    async with db.sessions() as s:
-        due = list(
-            (
-                await s.execute(
-                    select(Job.id)
-                    .where(
-                        Job.expires_at <= now,
-                        Job.start_time.is_(None),
-                        Job.status.not_in(_FINAL_JOB),
-                    )
-                    .order_by(Job.expires_at)
-                    .limit(BATCH)
-                )
-            ).scalars()
+    due = (
+        select(Job.id)
+        .where(
+            Job.expires_at <= db.clock.now(),
+            Job.start_time.is_(None),
+            Job.status.not_in(_FINAL_JOB),
         )
-    jobs = 0
-    for job_id in due:
-        if await db.transaction(partial(abort_unstarted, job_id=job_id)):
-            jobs += 1
+        .order_by(Job.expires_at)
+        .limit(BATCH)
+    )
+    jobs = await each_due(db, due, abort_unstarted)
     return jobs + await in_batches(db, expire_some_tasks, BATCH, 10 * BATCH)

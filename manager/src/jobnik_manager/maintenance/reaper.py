@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
+from functools import partial
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
@@ -49,6 +51,22 @@ async def in_batches(
         if n < batch:
             break
     return done
+
+
+async def each_due(
+    db: Database,
+    due: Select[uuid.UUID],
+    step: Callable[..., Awaitable[bool]],
+) -> int:
+    """Run `step(session, job_id=...)` for each job `due` selects, each in a transaction
+    of its own (the job's rows are locked and checked again there); how many it acted on."""
+    async with db.sessions() as s:
+        ids = list((await s.execute(due)).scalars())
+    acted = 0
+    for job_id in ids:
+        if await db.transaction(partial(step, job_id=job_id)):
+            acted += 1
+    return acted
 
 
 async def reap_expired(db: Database, limit: int = 1000) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from functools import partial
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,7 +24,7 @@ from ..services.cascade import abort_unfinished, job_stages
 from ..services.history import moved
 from ..services.loading import load_job
 from ..services.reports import Report, settle_reports
-from .reaper import in_batches
+from .reaper import each_due, in_batches
 
 BATCH = 100
 _FINAL_JOB = [s for s in JobStatus if s.is_final]
@@ -88,20 +87,10 @@ async def fail_past_deadline(s: AsyncSession, *, job_id: uuid.UUID) -> bool:
 
 async def enforce_deadlines(db: Database) -> int:
     """Fail the jobs past their deadline, each in a transaction of its own."""
-    now = db.clock.now()
-    async with db.sessions() as s:
-        due = list(
-            (
-                await s.execute(
-                    select(Job.id)
-                    .where(Job.deadline <= now, Job.status.not_in(_FINAL_JOB))
-                    .order_by(Job.deadline)
-                    .limit(BATCH)
-                )
-            ).scalars()
-        )
-    failed = 0
-    for job_id in due:
-        if await db.transaction(partial(fail_past_deadline, job_id=job_id)):
-            failed += 1
-    return failed
+    due = (
+        select(Job.id)
+        .where(Job.deadline <= db.clock.now(), Job.status.not_in(_FINAL_JOB))
+        .order_by(Job.deadline)
+        .limit(BATCH)
+    )
+    return await each_due(db, due, fail_past_deadline)

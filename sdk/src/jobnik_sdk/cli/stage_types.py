@@ -9,7 +9,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .._client import JobnikClient
 from . import output
 from ._run import Json, Manager, Token, Url, fetched, run
 
@@ -58,23 +57,15 @@ def stage_types(
 def pause(stage_type: StageType, url: Url = None, token: Token = None) -> None:
     """Hand out none of the stage type's tasks, in any job, until it is resumed (running
     tasks go on)."""
-
-    async def work(client: JobnikClient) -> dict[str, Any]:
-        return await client.pause_stage_type(stage_type)
-
-    done = run(Manager.chosen(url, token), work)
-    output.stdout().print(f"stage type {escape(done['type'])} paused", soft_wrap=True)
+    done = run(Manager.chosen(url, token), lambda client: client.pause_stage_type(stage_type))
+    _said(done, "paused")
 
 
 @app.command("resume")
 def resume(stage_type: StageType, url: Url = None, token: Token = None) -> None:
     """Hand the stage type's tasks out again."""
-
-    async def work(client: JobnikClient) -> dict[str, Any]:
-        return await client.resume_stage_type(stage_type)
-
-    done = run(Manager.chosen(url, token), work)
-    output.stdout().print(f"stage type {escape(done['type'])} resumed", soft_wrap=True)
+    done = run(Manager.chosen(url, token), lambda client: client.resume_stage_type(stage_type))
+    _said(done, "resumed")
 
 
 @app.command("limit")
@@ -93,25 +84,24 @@ def limit(
     token: Token = None,
 ) -> None:
     """Limit the stage type's tasks, in every job, across every worker and replica."""
-
-    async def work(client: JobnikClient) -> dict[str, Any]:
-        return await client.limit_stage_type(
+    done = run(
+        Manager.chosen(url, token),
+        lambda c: c.limit_stage_type(
             stage_type, max_in_flight=in_flight, rate_per_second=rate, burst=burst
-        )
-
-    done = run(Manager.chosen(url, token), work)
-    output.stdout().print(f"stage type {escape(done['type'])}: {limits_text(done)}", soft_wrap=True)
+        ),
+    )
+    _said(done, f"limited to {limits_text(done)}")
 
 
 @app.command("unlimit")
 def unlimit(stage_type: StageType, url: Url = None, token: Token = None) -> None:
     """Hand the stage type's tasks out without limits again."""
+    done = run(Manager.chosen(url, token), lambda client: client.unlimit_stage_type(stage_type))
+    _said(done, "unlimited")
 
-    async def work(client: JobnikClient) -> dict[str, Any]:
-        return await client.unlimit_stage_type(stage_type)
 
-    done = run(Manager.chosen(url, token), work)
-    output.stdout().print(f"stage type {escape(done['type'])} unlimited", soft_wrap=True)
+def _said(done: dict[str, Any], what: str) -> None:
+    output.stdout().print(f"stage type {escape(done['type'])} {what}", soft_wrap=True)
 
 
 def limits_text(load: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from ..create_bodies import new_job
 from ..deps import DatabaseDep, PageDep
 from ..edge import EdgeRoute
 from ..presenters import json_response
+from ..same_named import same_named
 from ..schemas import ErrorMessage, Inbound, JobCreate, OkMessage, Outbound, Page
 from ..transaction import in_transaction
 
@@ -104,37 +105,17 @@ class ScheduleRunOut(Outbound):
 
 def schedule_out(row: Schedule) -> ScheduleOut:
     paused = row.paused_at is not None
-    return ScheduleOut(
-        name=row.name,
-        cron=row.cron,
-        interval_seconds=row.interval_seconds,
-        timezone=row.timezone,
-        job=row.job,
-        overlap_policy=row.overlap,
-        missed_runs=row.missed,
-        description=row.description,
-        paused=paused,
-        paused_at=row.paused_at,
-        next_run_at=None if paused else row.next_run_at,
-        last_run_at=row.last_run_at,
-        last_job_id=row.last_job_id,
-        run_count=row.run_count,
-        skipped_count=row.skipped_count,
-        owner=row.owner,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
+    given = {
+        "overlap_policy": row.overlap,
+        "missed_runs": row.missed,
+        "paused": paused,
+        "next_run_at": None if paused else row.next_run_at,
+    }
+    return ScheduleOut(**same_named(row, ScheduleOut, **given))
 
 
 def run_out(run: ScheduleRun) -> ScheduleRunOut:
-    return ScheduleRunOut(
-        schedule=run.schedule,
-        run_at=run.run_at,
-        job_id=run.job_id,
-        skipped=run.skipped,
-        manual=run.manual,
-        made_at=run.made_at,
-    )
+    return ScheduleRunOut(**same_named(run, ScheduleRunOut))
 
 
 async def job_of(template: dict[str, Any]) -> NewJob:
