@@ -41,6 +41,12 @@ async def job_of(api: Api, kind: str, tasks: list[dict[str, Any]], **job: Any) -
     return await api.call("POST", "/v1/jobs", 201, json=body)  # type: ignore[no-any-return]
 
 
+async def two_tasks_expiring_at_30(api: Api) -> tuple[str, dict[str, Any]]:
+    """A stage type of its own, and a job of two tasks of it that expires at 30 s."""
+    kind = unique("exp")
+    return kind, await job_of(api, kind, [{"data": {}}, {"data": {}}], expiresAt=at(30))
+
+
 async def report(api: Api, task: dict[str, Any], status: str = "COMPLETED") -> None:
     body = {"status": status, "leaseId": task["leaseId"]}
     await api.call("PUT", f"/v1/tasks/{task['id']}/status", json=body)
@@ -69,8 +75,7 @@ async def test_an_expired_task_is_never_handed_out_and_then_aborted(
 async def test_a_job_none_of_whose_tasks_started_is_aborted_expired(
     api: Api, db: Database, clock: ManualClock
 ) -> None:
-    kind = unique("exp")
-    job = await job_of(api, kind, [{"data": {}}, {"data": {}}], expiresAt=at(30))
+    kind, job = await two_tasks_expiring_at_30(api)
     assert job["expiresAt"] == "2026-11-28T12:00:30Z"
     # Its tasks carry its expiry.
     assert {t["expiresAt"] for t in job["stages"][0]["tasks"]} == {"2026-11-28T12:00:30Z"}
@@ -92,8 +97,7 @@ async def test_a_job_none_of_whose_tasks_started_is_aborted_expired(
 async def test_a_started_job_goes_on_without_its_expired_tasks(
     api: Api, db: Database, clock: ManualClock
 ) -> None:
-    kind = unique("exp")
-    job = await job_of(api, kind, [{"data": {}}, {"data": {}}], expiresAt=at(30))
+    kind, job = await two_tasks_expiring_at_30(api)
     running = await api.dequeue(kind)
     assert running is not None
     clock.advance(60)

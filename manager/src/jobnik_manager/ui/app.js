@@ -725,9 +725,17 @@ function limitsText(t) {
   return parts.length ? parts.join(", ") : "—";
 }
 
-function stageTypesPage() {
-  const box = h("section", { "aria-labelledby": "types-heading" });
+// A list page's frame: its heading, what it lists, a place for notices, and the list.
+function listPage(id, title, about) {
+  const box = h("section", { "aria-labelledby": `${id}-heading` });
   const notice = h("div", {});
+  view.replaceChildren(h("h1", { id: `${id}-heading` }, title), h("p", { class: "muted" }, about), notice, box);
+  document.title = `${title} · Jobnik`;
+  return { box, notice };
+}
+
+function stageTypesPage() {
+  const { box, notice } = listPage("types", "Stage types", "Work in stages that may run: tasks waiting to be claimed, tasks in flight, failed tasks, and how long the oldest has waited. A paused stage type hands out none of its tasks, in any job, until it is resumed; a limited one no more than its limits allow, across every worker.");
 
   async function toggle(t) {
     const pausing = !t.paused;
@@ -744,11 +752,6 @@ function stageTypesPage() {
     }
     await refresh();
   }
-
-  view.replaceChildren(h("h1", { id: "types-heading" }, "Stage types"),
-    h("p", { class: "muted" }, "Work in stages that may run: tasks waiting to be claimed, tasks in flight, failed tasks, and how long the oldest has waited. A paused stage type hands out none of its tasks, in any job, until it is resumed; a limited one no more than its limits allow, across every worker."),
-    notice, box);
-  document.title = "Stage types · Jobnik";
 
   async function refresh() {
     const data = await fetchFor(box, "/v1/stage-types");
@@ -775,10 +778,7 @@ function stageTypesPage() {
 // ---- workers -------------------------------------------------------------------------
 
 function workersPage() {
-  const box = h("section", { "aria-labelledby": "workers-heading" });
-  const note = h("p", { class: "muted" }, "Named workers seen claiming lately, or holding a task: what they claim, the tasks they hold, when each was last seen.");
-  view.replaceChildren(h("h1", { id: "workers-heading" }, "Workers"), note, box);
-  document.title = "Workers · Jobnik";
+  const { box } = listPage("workers", "Workers", "Named workers seen claiming lately, or holding a task: what they claim, the tasks they hold, when each was last seen.");
 
   async function refresh() {
     const data = await fetchFor(box, "/v1/workers");
@@ -800,11 +800,7 @@ function workersPage() {
 }
 
 function deadLettersPage() {
-  const box = h("section", { "aria-labelledby": "dead-heading" });
-  const notice = h("div", {});
-  const note = h("p", { class: "muted" }, "Tasks that failed for good, the latest first, with the reason of their last failure. Retry replays the task's FAILED job (its failed stage runs again); Discard takes the task off this list and leaves it FAILED.");
-  view.replaceChildren(h("h1", { id: "dead-heading" }, "Dead letters"), note, notice, box);
-  document.title = "Dead letters · Jobnik";
+  const { box, notice } = listPage("dead", "Dead letters", "Tasks that failed for good, the latest first, with the reason of their last failure. Retry replays the task's FAILED job (its failed stage runs again); Discard takes the task off this list and leaves it FAILED.");
 
   async function handle(verb, d) {
     const retrying = verb === "retry";
@@ -855,11 +851,7 @@ function scheduleTiming(sc) {
 }
 
 function schedulesPage() {
-  const box = h("section", { "aria-labelledby": "schedules-heading" });
-  const notice = h("div", {});
-  const note = h("p", { class: "muted" }, "Named schedules make a job from their template at each time of a cron expression or an interval. Run now makes one at once; a paused schedule makes none until it is resumed, and goes on from its next time.");
-  view.replaceChildren(h("h1", { id: "schedules-heading" }, "Schedules"), note, notice, box);
-  document.title = "Schedules · Jobnik";
+  const { box, notice } = listPage("schedules", "Schedules", "Named schedules make a job from their template at each time of a cron expression or an interval. Run now makes one at once; a paused schedule makes none until it is resumed, and goes on from its next time.");
 
   async function act(sc, verb) {
     const name = encodeURIComponent(sc.name);
