@@ -10,6 +10,7 @@ support.scenario_handler, whose task data says what a task does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -22,8 +23,10 @@ from jobnik_sdk import (
     JobnikClient,
     JobnikTransportError,
     JobStatus,
+    NewJob,
     NewStage,
     NewTask,
+    NotFoundError,
     Priority,
     StageStatus,
 )
@@ -247,3 +250,30 @@ async def replayed(actors: Actors, made: Callable[[str], None]) -> None:
     job = await persist("read", lambda: actors.operator.get_job(job_id))
     if job.status is JobStatus.FAILED:
         await persist("replay", lambda: actors.operator.retry_job(job_id))
+
+
+@scenario(JobStatus.ABORTED)
+async def expired(actors: Actors, made: Callable[[str], None]) -> None:
+    # Waiting for an approval that never comes: nothing of it starts by its expiry.
+    stages = [NewStage(type=INGEST, tasks=tasks(2), start_as_waiting=True)]
+    expires = datetime.now(UTC) + timedelta(seconds=3)
+    made(await _create(actors, "expired", stages, expires_at=expires))
+
+
+@scenario(JobStatus.COMPLETED)
+async def from_schedule(actors: Actors, made: Callable[[str], None]) -> None:
+    # A schedule's first run makes the job; the schedule goes once it has.
+    name = f"soak-{time.monotonic_ns()}"
+    job = NewJob(name="from a schedule", stages=[NewStage(type=PUBLISH, tasks=tasks(2))])
+    every = timedelta(seconds=5)
+    await persist("schedule", lambda: actors.producer.put_schedule(name, job, interval=every))
+    runs: list[Any] = []
+
+    async def ran() -> bool:
+        runs[:] = (await actors.producer.list_schedule_runs(name)).items
+        return bool(runs)
+
+    await until("the schedule's first run", ran)
+    made(str(runs[-1].job_id))
+    with contextlib.suppress(NotFoundError):  # a retried delete finds it gone
+        await persist("unschedule", lambda: actors.producer.delete_schedule(name))
