@@ -537,6 +537,15 @@ def test_stage_types_limit_and_unlimit(base_url: str) -> None:
     assert bad.exit_code == 4 and "maxInFlight" in bad.stderr, bad.stderr
 
 
+def test_jobs_list_searches_part_of_a_name(base_url: str) -> None:
+    word = uuid.uuid4().hex[:10]
+    for name in (f"roads-{word}", f"RIVERS-{word.upper()}", "other"):
+        made = httpx.post(f"{base_url}/v1/jobs", json={"name": name, "data": {}}, headers=admin())
+        assert made.status_code == 201, made.text
+    listed = json.loads(jobnik(base_url, "jobs", "list", "--search", word, "--json").stdout)
+    assert sorted(j["name"] for j in listed) == [f"RIVERS-{word.upper()}", f"roads-{word}"]
+
+
 def test_show_prints_a_jobs_deadline_and_expiry(base_url: str) -> None:
     times = {"deadline": "2099-01-02T03:04:05Z", "expiresAt": "2099-01-01T00:00:00Z"}
     body = {"name": "timed", "data": {}, **times}

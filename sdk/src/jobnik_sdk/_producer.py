@@ -48,6 +48,7 @@ class JobFilters(TypedDict, total=False):
     # Extensions of this manager:
     id_prefix: str | None  # the first hex digits of the id (as the dashboard shows ids)
     newest_first: bool  # the newest first (default False: the oldest first)
+    name_contains: str | None  # part of the name, in any case
 
 
 class StageFilters(TypedDict, total=False):
@@ -311,6 +312,7 @@ class ProducerCalls:
             "should_return_stages": filters.get("with_stages") or None,
             "id_prefix": filters.get("id_prefix"),
             "newest_first": filters.get("newest_first") or None,
+            "name_contains": filters.get("name_contains"),
         }
         return await self._page(Page[Job], "/v1/jobs", page, page_size, query)
 

@@ -98,6 +98,9 @@ class JobFilter(OwnedList):
     newest_first: bool = False
     # The first and last id of those an id prefix starts (domain/id_prefix.py).
     ids: tuple[uuid.UUID, uuid.UUID] | None = None
+    # Jobs whose name holds this text, in any case (a trigram index serves it on
+    # PostgreSQL, from three characters).
+    name_contains: str | None = None
 
 
 async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageResult[Job]:
@@ -115,6 +118,8 @@ async def find_jobs(s: AsyncSession, f: JobFilter, page: PageRequest) -> PageRes
         stmt = stmt.where(Job.owner == f.owner)
     if f.ids is not None:
         stmt = stmt.where(Job.id.between(*f.ids))
+    if f.name_contains is not None:
+        stmt = stmt.where(Job.name.icontains(f.name_contains, autoescape=True))
     return await paginate(s, f.created.narrow(stmt, Job), page)
 
 

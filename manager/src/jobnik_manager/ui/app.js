@@ -245,7 +245,7 @@ function jobsPage(params) {
     else location.hash = hash;
   };
 
-  const nameInput = h("input", { id: "f-name", type: "search", value: filters.name, minlength: "2", maxlength: "50", placeholder: "exact job name", "data-key": "f-name" });
+  const nameInput = h("input", { id: "f-name", type: "search", value: filters.name, maxlength: "100", placeholder: "part of a name", "data-key": "f-name" });
   const idInput = h("input", { id: "f-id", type: "search", value: filters.id, maxlength: "36", placeholder: "first digits", "data-key": "f-id" });
   const statusSelect = h("select", { id: "f-status", "data-key": "f-status" },
     h("option", { value: "" }, "Any"), STATUSES.map((s) => h("option", { value: s, selected: s === filters.status }, s)));
@@ -276,7 +276,7 @@ function jobsPage(params) {
     try {
       data = await api("GET", `/v1/jobs${query({
         page: filters.page, page_size: JOBS_PAGE_SIZE, status: filters.status,
-        priority: filters.priority, job_name: filters.name, id_prefix: filters.id, newest_first: true,
+        priority: filters.priority, name_contains: filters.name, id_prefix: filters.id, newest_first: true,
       })}`);
     } catch (err) {
       keepFocus(() => results.replaceChildren(errorBox(err)));

@@ -40,6 +40,9 @@ def list_jobs(
         typer.Option("--status", help="Only jobs in this status (repeat for several)."),
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Only jobs of this name.")] = None,
+    search: Annotated[
+        str | None, typer.Option("--search", help="Only jobs whose name holds this, any case.")
+    ] = None,
     priority: Annotated[
         Priority | None, typer.Option("--priority", help="Only jobs of this priority.")
     ] = None,
@@ -62,6 +65,7 @@ def list_jobs(
     async def work(client: JobnikClient) -> list[Job]:
         got = await client.list_jobs(
             name=name,
+            name_contains=search,
             status=status or None,
             priority=priority,
             from_date=start,

@@ -69,6 +69,8 @@ async def find_jobs(
     newest_first: NewestFirstQuery = False,
     # Extension: the jobs whose id starts with these hex digits (the dashboard's 8).
     id_prefix: Annotated[str | None, Query(min_length=1, max_length=36)] = None,
+    # Extension: the jobs whose name holds this text, in any case.
+    name_contains: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
 ) -> Page[JobOut]:
     ids = None if id_prefix is None else id_range(id_prefix)
     if id_prefix is not None and ids is None:
@@ -84,6 +86,7 @@ async def find_jobs(
         created=created,
         newest_first=newest_first,
         ids=ids,
+        name_contains=name_contains,
     )
 
     async def work(s: AsyncSession) -> Page[JobOut]:
