@@ -315,7 +315,7 @@ class StageTypePause(Base):
 
 class StageTypeLimit(Base):
     """How many of a stage type's tasks may run at once and be handed out a second
-    (migration 0014; domain.limits). The fast claim statements skip a type that has a
+    (migration 0013; domain.limits). The fast claim statements skip a type that has a
     row; its claims lock the row, count the type's tasks in flight and spend its
     tokens (services.stage_type_limits)."""
 

@@ -55,17 +55,21 @@ async def abort_unstarted(s: AsyncSession, *, job_id: uuid.UUID) -> bool:
     """Abort the job if it is past its expiry with none of its tasks started; False if
     it started, ended or has no expiry passed (any more)."""
     now = now_in(s)
-    seen = await load_job(s, job_id)
-    if seen.start_time is not None or seen.status.is_final:
+    # Its tasks locked first, as an abort takes them: a claim that took one before its
+    # expiry (a replica's clock a little behind) has then committed, and started the
+    # job, and no claim takes one any more (claims skip locked tasks).
+    await s.execute(
+        select(Task.id).where(Task.job_id == job_id).order_by(Task.id).with_for_update()
+    )
+    seen = (
+        await s.execute(select(Job.start_time, Job.status, Job.expires_at).where(Job.id == job_id))
+    ).one_or_none()
+    if seen is None or seen.start_time is not None or seen.status.is_final:
         return False
     if seen.expires_at is None or seen.expires_at > now:
         return False
-    # Tasks first, the job row last, as an abort takes them; none of them runs (no claim
-    # hands one out past the job's expiry, which its tasks carry).
     await abort_unfinished(s, job_id, now, SystemReason.EXPIRED)
     job = await load_job(s, job_id, lock=True)
-    if job.status.is_final or job.start_time is not None:
-        return False
     job.reason = SystemReason.EXPIRED
     await moved(s, job, job_move(job.status, JobStatus.ABORTED), now, reason=SystemReason.EXPIRED)
     job.percentage = job_percentage([st.status for st in await job_stages(s, job_id)])
