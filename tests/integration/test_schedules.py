@@ -10,10 +10,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from jobnik_manager.api.routes.schedules import job_of
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
+from jobnik_manager.db.models import Schedule
 from jobnik_manager.maintenance.loop import run_tick
 from jobnik_manager.services.schedules import fire_due
 
@@ -133,8 +135,8 @@ async def test_missed_times_after_downtime_make_one_job_or_none(
     # A time that comes within the grace is made under either policy.
     clock.advance(20)  # 12:10:05
     await tick(db)
-    assert [r["runAt"] for r in await runs(api, "skip-missed")][0] == "2026-11-28T12:10:00Z"
-    assert (await runs(api, "skip-missed"))[0]["jobId"] is not None
+    latest = (await runs(api, "skip-missed"))[0]
+    assert (latest["runAt"], latest["jobId"] is not None) == ("2026-11-28T12:10:00Z", True)
 
 
 async def test_overlap_skip_waits_for_the_last_job_and_allow_does_not(
@@ -186,6 +188,21 @@ async def test_pause_resume_run_now_and_delete(api: Api, db: Database, clock: Ma
         answer = await api.call(method, url, 404)
         assert answer["code"] == "SCHEDULE_NOT_FOUND"
     assert (await api.job(now["jobId"]))["id"] == now["jobId"]  # its jobs stay
+
+
+async def test_a_template_that_no_longer_makes_a_job_is_skipped_not_stuck(
+    api: Api, db: Database, clock: ManualClock
+) -> None:
+    await put(api, "broken", intervalSeconds=60, overlapPolicy="allow", job=template("b"))
+
+    async def break_it(s: Any) -> None:  # as if stored before a rule it now breaks
+        await s.execute(update(Schedule).values(job={"name": "", "data": {}}))
+
+    await db.transaction(break_it)
+    for _ in range(2):
+        clock.advance(60)
+        await tick(db)
+    assert [r.get("skipped") for r in await runs(api, "broken")] == ["invalid", "invalid"]
 
 
 async def test_a_held_unique_key_makes_no_job(api: Api, db: Database, clock: ManualClock) -> None:

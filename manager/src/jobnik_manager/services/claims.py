@@ -41,7 +41,7 @@ class Claimed:
     rows: list[Any]
     stages: list[Stage] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
-    # When a stage type's limit allowed none: seconds until it may allow more.
+    # When a stage type's limit held tasks back: seconds until it may let more out.
     retry_after: float | None = None
 
 

@@ -22,7 +22,7 @@ from ..db.engine import PRINCIPAL, Database, now_in
 from ..db.models import Job, Schedule, ScheduleRun
 from ..db.upserts import insert_for
 from ..domain.auth import Facts
-from ..domain.errors import NotFound
+from ..domain.errors import DomainError, NotFound
 from ..domain.schedules import Missed, Overlap, Timing, check_name, decide
 from . import unique_jobs
 from .jobs import create_job
@@ -234,7 +234,10 @@ async def _running(s: AsyncSession, job_id: uuid.UUID) -> bool:
 async def _make(
     s: AsyncSession, row: Schedule, run_at: datetime, build: JobBuilder, *, manual: bool
 ) -> ScheduleRun:
-    new = replace(await build(row.job), owner=row.owner)
+    try:
+        new = replace(await build(row.job), owner=row.owner)
+    except (ValueError, DomainError):  # a template stored before a rule it now breaks
+        return await _record(s, row, run_at, None, "invalid", manual=manual)
     key, now = new.unique_key, now_in(s)
     if key is None:
         created = await create_job(s, new)
