@@ -261,6 +261,10 @@ BAD = [
     ("an unknown missed policy", {"cron": "* * * * *", "missedRuns": "all"}),
     ("an unknown field", {"cron": "* * * * *", "every": 5}),
     ("a cron that is not text", {"cron": 5}),
+    ("an interval that is a boolean", {"intervalSeconds": True}),
+    ("an interval beyond any duration", {"intervalSeconds": 8.64e13}),
+    ("a NUL in the description", {"cron": "@daily", "description": "a\u0000b"}),
+    ("a NUL in the zone", {"cron": "@daily", "timezone": "Europe/\u0000"}),
 ]
 
 

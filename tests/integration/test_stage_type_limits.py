@@ -137,6 +137,8 @@ BAD = [
     ("negative in flight", {"maxInFlight": -1}),
     ("in flight as text", {"maxInFlight": "3"}),
     ("a zero rate", {"ratePerSecond": 0}),
+    ("a rate that is a boolean", {"ratePerSecond": True}),
+    ("a rate as text", {"ratePerSecond": "5"}),
     ("a negative rate", {"ratePerSecond": -2}),
     ("too high a rate", {"ratePerSecond": 1e9}),
     ("a zero burst", {"ratePerSecond": 1, "burst": 0}),

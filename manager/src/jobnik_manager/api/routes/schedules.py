@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any, Self
 
 from fastapi import APIRouter, Path, Response
-from pydantic import Field, StrictBool, model_validator
+from pydantic import AfterValidator, Field, StrictBool, model_validator
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.models import Schedule, ScheduleRun
@@ -22,6 +22,7 @@ from ..auth import creator, listing_owner
 from ..create_bodies import new_job
 from ..deps import DatabaseDep, PageDep
 from ..edge import EdgeRoute
+from ..json_values import no_nul
 from ..presenters import json_response
 from ..same_named import same_named
 from ..schemas import ErrorMessage, Inbound, JobCreate, OkMessage, Outbound, Page
@@ -34,6 +35,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 ScheduleName = Annotated[str, Path(min_length=1, max_length=100)]
+Text = Annotated[str, Field(strict=True), AfterValidator(no_nul)]
+# Bounds a duration's seconds may have at all (the rules of domain.schedules are tighter).
+MAX_SECONDS = 10 * 366 * 86400
 
 
 class ScheduleIn(Inbound):
@@ -41,13 +45,15 @@ class ScheduleIn(Inbound):
     at each time, as POST /v1/jobs takes it (without notBefore, deadline or expiresAt,
     which are times of one job)."""
 
-    cron: str | None = Field(default=None, min_length=1, max_length=200)
-    interval_seconds: float | None = Field(default=None, allow_inf_nan=False)
-    timezone: str = Field(default="UTC", min_length=1, max_length=64)
+    cron: Text | None = Field(default=None, min_length=1, max_length=200)
+    interval_seconds: float | None = Field(
+        default=None, strict=True, allow_inf_nan=False, ge=-MAX_SECONDS, le=MAX_SECONDS
+    )
+    timezone: Text = Field(default="UTC", min_length=1, max_length=64)
     job: JobCreate
     overlap_policy: Overlap = Overlap.SKIP
     missed_runs: Missed = Missed.ONE
-    description: str | None = Field(default=None, max_length=500)
+    description: Text | None = Field(default=None, max_length=500)
     paused: StrictBool = False
 
     @model_validator(mode="after")

@@ -120,7 +120,7 @@ class LimitsIn(Inbound):
     default); one of them at least."""
 
     max_in_flight: StrictInt | None = None
-    rate_per_second: float | None = Field(default=None, allow_inf_nan=False)
+    rate_per_second: float | None = Field(default=None, strict=True, allow_inf_nan=False)
     burst: StrictInt | None = None
 
 
