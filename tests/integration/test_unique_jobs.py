@@ -9,11 +9,14 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+import httpx
 import pytest
 
 from jobnik_manager.clock import ManualClock
+from jobnik_manager.db.engine import Database
 
 from ..support.api import Api, unique
+from ..support.apps import app_on
 
 
 @pytest.fixture
@@ -80,10 +83,20 @@ async def test_deleting_the_holder_frees_the_key(api: Api) -> None:
     assert (await api.call("POST", "/v1/jobs", 201, json=body(key)))["id"] != first["id"]
 
 
-async def test_concurrent_creates_with_one_key_make_one_job(api: Api) -> None:
+async def test_concurrent_creates_with_one_key_make_one_job(api: Api, db: Database) -> None:
     key = unique("race")
-    answers = await asyncio.gather(*(api.http.post("/v1/jobs", json=body(key)) for _ in range(8)))
-    assert sorted(a.status_code for a in answers) == [200] * 7 + [201]
+    other = Database(db.url, pool_size=5)  # a second manager on the same database
+    try:
+        with app_on(other) as app:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://m2") as second:
+                clients = [api.http, second] * 8
+                answers = await asyncio.gather(
+                    *(c.post("/v1/jobs", json=body(key)) for c in clients)
+                )
+    finally:
+        await other.dispose()
+    assert sorted(a.status_code for a in answers) == [200] * 15 + [201], [a.text for a in answers]
     assert len({a.json()["id"] for a in answers}) == 1
 
 
