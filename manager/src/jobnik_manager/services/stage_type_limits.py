@@ -22,8 +22,10 @@ from sqlalchemy import Table, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.claim import claim_statement
+from ..db.direct import DirectStatement
 from ..db.engine import Database, now_in, principal_in
 from ..db.models import StageTypeLimit
+from ..db.queries import statement
 from ..db.sqlite_claim import ClaimAsk, ClaimedRows
 from ..db.sqlite_claim import claim as sqlite_claim
 from ..db.sqlite_values import Columns
@@ -92,7 +94,6 @@ def _aware(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-_LIMITED_TYPES = "SELECT type FROM stage_type_limits WHERE type = ANY($1::varchar[]) ORDER BY type"
 _LOCK = "SELECT * FROM stage_type_limits WHERE type = $1 FOR UPDATE"
 _IN_FLIGHT = (
     "SELECT coalesce(sum(in_progress), 0) FROM stages "
@@ -101,10 +102,18 @@ _IN_FLIGHT = (
 _SPEND = "UPDATE stage_type_limits SET tokens = $2, refilled_at = $3 WHERE type = $1"
 
 
+@cache
+def _limited_types() -> DirectStatement:
+    return statement(
+        "SELECT type FROM stage_type_limits WHERE type = ANY (:types::varchar[]) ORDER BY type"
+    )
+
+
 async def limited_among(db: Database, stage_types: Sequence[str]) -> list[str]:
-    """PostgreSQL: which of these types are limited, by name."""
-    async with db.direct_transaction() as conn:
-        return [r["type"] for r in await conn.fetch(_LIMITED_TYPES, list(stage_types))]
+    """PostgreSQL: which of these types are limited, by name. One statement on its own
+    (no transaction around it): every claim that comes back short asks it."""
+    rows = await db.direct(_limited_types(), {"types": list(stage_types)}, replay_safe=True)
+    return [r["type"] for r in rows]
 
 
 async def claim_limited_postgres(
