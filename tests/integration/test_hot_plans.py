@@ -12,8 +12,6 @@ import concurrent.futures
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from datetime import timedelta
-from typing import Any
 
 import pytest
 
@@ -21,11 +19,11 @@ from jobnik_manager.clock import SystemClock
 from jobnik_manager.db import migrate
 from jobnik_manager.db.claim import claim_statement
 from jobnik_manager.db.complete import complete_statement
-from jobnik_manager.db.direct import DirectStatement
 from jobnik_manager.db.engine import Database
 
 from ..conftest import app_client, outside_any_loop
 from ..support.api import Api
+from ..support.plans import claim_params, explain, scans_of, sorts_of
 from ..support.profiles import fresh_database
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -80,60 +78,6 @@ async def big(big_url: str) -> AsyncIterator[Database]:
         yield db
     finally:
         await db.dispose()
-
-
-async def explain(db: Database, statement: DirectStatement, params: dict[str, Any]) -> Any:
-    async with db.direct_transaction() as conn:
-        rows = await conn.fetch(f"EXPLAIN (FORMAT JSON) {statement.sql}", *statement.args(params))
-    plan = rows[0][0]
-    return json.loads(plan) if isinstance(plan, str) else plan
-
-
-def scans_of(plan: Any, table: str) -> list[tuple[str, str | None]]:
-    """Every node that reads `table`: its type and the index it uses, if any."""
-    found: list[tuple[str, str | None]] = []
-
-    def walk(node: dict[str, Any]) -> None:
-        if node.get("Relation Name") == table:
-            found.append((node["Node Type"], node.get("Index Name")))
-        for child in node.get("Plans", []):
-            walk(child)
-
-    walk(plan[0]["Plan"])
-    return found
-
-
-def sorts_of(plan: Any, table: str) -> list[dict[str, Any]]:
-    """The Sort nodes that sort rows read from `table` itself (not from a CTE of them)."""
-    found: list[dict[str, Any]] = []
-
-    def reads(node: dict[str, Any]) -> bool:
-        # A node's own input, not the CTEs it carries (InitPlans: planned on their own).
-        inputs = [c for c in node.get("Plans", []) if c.get("Parent Relationship") != "InitPlan"]
-        return node.get("Relation Name") == table or any(reads(c) for c in inputs)
-
-    def walk(node: dict[str, Any]) -> None:
-        if node["Node Type"] == "Sort" and reads(node):
-            found.append(node)
-        for child in node.get("Plans", []):
-            walk(child)
-
-    walk(plan[0]["Plan"])
-    return found
-
-
-def claim_params(db: Database) -> dict[str, Any]:
-    now = db.clock.now()
-    return {
-        "types": "hot",
-        "n": 100,
-        "now": now,
-        "expires": now + timedelta(seconds=30),
-        "seconds": 30.0,
-        "worker": "w",
-        "principal": None,
-        "time": now.isoformat(),
-    }
 
 
 async def analysed(db: Database, yes: bool) -> None:

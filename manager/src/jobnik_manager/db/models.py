@@ -4,6 +4,7 @@ one partial index holding only claimable tasks (see `claimable`)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, cast
 
@@ -20,10 +21,13 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
     Uuid,
+    bindparam,
     false,
+    literal,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.elements import BindParameter
 
 from ..domain.statuses import JobStatus, Priority, StageStatus, TaskStatus
 from ..domain.summary import COUNTERS
@@ -43,6 +47,19 @@ SeqType = BigInteger().with_variant(Integer(), "sqlite")
 def _partial_index(name: str, column: str, where: str) -> Index:
     """An index of the rows `where` holds for, alike on PostgreSQL and SQLite."""
     return Index(name, column, postgresql_where=text(where), sqlite_where=text(where))
+
+
+def written(value: str) -> BindParameter[str]:
+    """`value` written into the statement's text, not bound: PostgreSQL keeps one plan
+    for a prepared statement (the driver prepares every one), and a plan made for
+    `status = $1` cannot use a partial index whose predicate names the status: it reads
+    the table. Statuses only, never input."""
+    return literal(value, literal_execute=True)
+
+
+def written_all(values: Iterable[str]) -> BindParameter[list[str]]:
+    """As `written`, for `column.in_(...)`."""
+    return bindparam(None, list(values), expanding=True, literal_execute=True)
 
 
 class Base(DeclarativeBase):

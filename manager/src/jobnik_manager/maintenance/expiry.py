@@ -12,14 +12,15 @@ tasks.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from jobnik_protocol.wire import SystemReason
 
 from ..db.engine import Database, now_in
-from ..db.models import Job, Task
+from ..db.models import Job, Task, written_all
 from ..domain.moves import job_move
 from ..domain.progress import job_percentage
 from ..domain.statuses import JobStatus, TaskStatus
@@ -34,17 +35,22 @@ WAITING = (TaskStatus.PENDING, TaskStatus.RETRIED)  # a CREATED one when its sta
 _FINAL_JOB = [s for s in JobStatus if s.is_final]
 
 
-async def expire_some_tasks(s: AsyncSession) -> int:
-    """Abort up to BATCH waiting tasks past their expiry, soonest first, skipping any a
-    claim or a report holds (the next tick sees them as they then are)."""
-    now = now_in(s)
-    locked = await s.execute(
+def due_scan(now: datetime) -> Select[uuid.UUID]:
+    """The waiting tasks past their expiry at `now`, soonest first, locked."""
+    return (
         select(Task.id)
-        .where(Task.expires_at <= now, Task.status.in_(WAITING))
+        .where(Task.expires_at <= now, Task.status.in_(written_all(WAITING)))
         .order_by(Task.expires_at, Task.id)
         .limit(BATCH)
         .with_for_update(skip_locked=True)
     )
+
+
+async def expire_some_tasks(s: AsyncSession) -> int:
+    """Abort up to BATCH waiting tasks past their expiry, soonest first, skipping any a
+    claim or a report holds (the next tick sees them as they then are)."""
+    now = now_in(s)
+    locked = await s.execute(due_scan(now))
     ids = list(locked.scalars())
     expired = Report(TaskStatus.ABORTED, reason=SystemReason.EXPIRED)
     await settle_reports(s, [(task_id, expired) for task_id in ids], now)

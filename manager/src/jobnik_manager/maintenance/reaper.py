@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from functools import partial
 
 from sqlalchemy import Select, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
-from ..db.models import TASKS, Stage, Task
+from ..db.models import TASKS, Stage, Task, written
 from ..domain.statuses import StageStatus, TaskStatus
 from ..services.claimability import WAITING_TO_RUN, jobs_allowing_claims, open_tasks
 from ..services.reports import expire_leases
@@ -22,18 +23,22 @@ _RUNNING_STAGES = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
 REAP_BATCH = 100
 
 
-async def reap_some(s: AsyncSession) -> int:
-    """Settle up to REAP_BATCH expired leases, oldest first, as one set-based batch;
-    rows another replica is settling are skipped."""
-    now = now_in(s)
-    stmt = (
+def due_scan(now: datetime) -> Select[uuid.UUID]:
+    """The running tasks whose lease ran out by `now`, oldest first, locked."""
+    return (
         select(Task.id)
-        .where(Task.status == TaskStatus.IN_PROGRESS, Task.lease_expires_at < now)
+        .where(Task.status == written(TaskStatus.IN_PROGRESS), Task.lease_expires_at < now)
         .order_by(Task.lease_expires_at)
         .limit(REAP_BATCH)
         .with_for_update(skip_locked=True)
     )
-    task_ids = list((await s.execute(stmt)).scalars())
+
+
+async def reap_some(s: AsyncSession) -> int:
+    """Settle up to REAP_BATCH expired leases, oldest first, as one set-based batch;
+    rows another replica is settling are skipped."""
+    now = now_in(s)
+    task_ids = list((await s.execute(due_scan(now))).scalars())
     if task_ids:
         await expire_leases(s, task_ids, now)
     return len(task_ids)

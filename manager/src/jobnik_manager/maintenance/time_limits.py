@@ -8,15 +8,15 @@ if its worker keeps heartbeating; the usual retry rules follow. A job not final 
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from jobnik_protocol.wire import SystemReason
 
 from ..db.engine import Database, now_in
-from ..db.models import Job, Task
+from ..db.models import Job, Task, written
 from ..domain.moves import job_move
 from ..domain.progress import job_percentage
 from ..domain.statuses import JobStatus, TaskStatus
@@ -30,17 +30,23 @@ BATCH = 100
 _FINAL_JOB = [s for s in JobStatus if s.is_final]
 
 
+def due_scan(now: datetime) -> Select[uuid.UUID, datetime | None, float | None]:
+    """The running attempts that have a time limit, oldest first (which of them are past
+    it is checked on what this reads, at `now`)."""
+    return (
+        select(Task.id, Task.start_time, Task.timeout_seconds)
+        .where(Task.status == written(TaskStatus.IN_PROGRESS), Task.timeout_seconds.is_not(None))
+        .order_by(Task.start_time)
+    )
+
+
 async def time_out_some(s: AsyncSession) -> int:
     """Fail up to BATCH attempts past their time limit, oldest first. The running timed
     attempts are read without locks; only those past their limit are locked (skipping
     any a report holds) and checked again, so an attempt settled or claimed anew
     meanwhile is left alone."""
     now = now_in(s)
-    running = await s.execute(
-        select(Task.id, Task.start_time, Task.timeout_seconds)
-        .where(Task.status == TaskStatus.IN_PROGRESS, Task.timeout_seconds.is_not(None))
-        .order_by(Task.start_time)
-    )
+    running = await s.execute(due_scan(now))
     due = {
         r.id: r.start_time
         for r in running

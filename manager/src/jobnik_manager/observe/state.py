@@ -14,7 +14,16 @@ from sqlalchemy import case, func, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
-from ..db.models import JOBS, STAGES, OutboxMessage, StageTypePause, StatusCount, Task
+from ..db.models import (
+    JOBS,
+    STAGES,
+    OutboxMessage,
+    StageTypePause,
+    StatusCount,
+    Task,
+    written,
+    written_all,
+)
 from ..domain.statuses import CLAIMING_JOB_STATUSES, Priority, StageStatus, TaskStatus
 
 # Leases that run out within this long count as expiring.
@@ -52,7 +61,7 @@ async def _read(s: AsyncSession) -> State:
             func.sum(STAGES.c.failed),
         )
         .join(JOBS, JOBS.c.id == STAGES.c.job_id)
-        .where(STAGES.c.status.in_([st.value for st in _MAY_RUN]))
+        .where(STAGES.c.status.in_(written_all(_MAY_RUN)))
         .group_by(STAGES.c.type)
     )
     for stage_type, ready, running, failed in queues:
@@ -66,7 +75,7 @@ async def _read(s: AsyncSession) -> State:
     expiring = await s.execute(
         select(Task.stage_type, func.count())
         .where(
-            Task.status == TaskStatus.IN_PROGRESS,
+            Task.status == written(TaskStatus.IN_PROGRESS),
             Task.lease_expires_at < now + EXPIRING_WITHIN,
         )
         .group_by(Task.stage_type)

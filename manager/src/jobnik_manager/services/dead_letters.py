@@ -18,7 +18,7 @@ from sqlalchemy import Select, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in, principal_in
-from ..db.models import DeadLetterDiscard, Event, Job, Task
+from ..db.models import DeadLetterDiscard, Event, Job, Task, written
 from ..db.upserts import insert_for
 from ..domain.errors import DomainError
 from ..domain.statuses import JobStatus, TaskStatus
@@ -82,7 +82,7 @@ def _dead(f: DeadLetterFilter) -> Select[Task, str, JobStatus]:
     q = (
         select(Task, Job.name, Job.status)
         .join(Job, Job.id == Task.job_id)
-        .where(Task.status == TaskStatus.FAILED, ~discarded)
+        .where(Task.status == written(TaskStatus.FAILED), ~discarded)
     )
     if f.owner is not None:
         q = q.where(Job.owner == f.owner)

@@ -1,0 +1,111 @@
+"""The hot path's plans, made on a new database: PostgreSQL plans each of its statements
+once per connection and keeps the plan, so a plan made while the tables were small (a
+new deployment's first claim and report) is the one its connection still runs a million
+tasks later. On tables of a page, each must already read by key or by its index, never
+the whole table; and the maintenance tick's scans name the statuses their partial indexes
+hold, so that a plan kept for them can use those indexes."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy.dialects import postgresql
+
+from jobnik_manager.clock import SystemClock
+from jobnik_manager.db import migrate
+from jobnik_manager.db.claim import claim_statement
+from jobnik_manager.db.complete import complete_statement
+from jobnik_manager.db.engine import Database
+from jobnik_manager.db.queries import queries, statement
+from jobnik_manager.maintenance import expiry, reaper, time_limits
+
+from ..conftest import app_client, outside_any_loop
+from ..support.api import Api
+from ..support.plans import claim_params, explain, scans_of
+from ..support.profiles import fresh_database
+
+pytestmark = pytest.mark.postgres_only
+
+TABLES = ("tasks", "stages", "jobs")
+
+
+@pytest.fixture(scope="module")
+def new_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new deployment's database after its first job: a page of each table, which
+    the planner reads faster whole than through an index."""
+    with fresh_database(request) as url:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(migrate.upgrade, url).result()  # Alembic runs its own event loop
+        outside_any_loop(first_job(url))
+        yield url
+
+
+async def first_job(url: str) -> None:
+    db = Database(url, clock=SystemClock())
+    try:
+        async with app_client(db) as client:
+            await Api(client).one_stage_job("first", tasks=5)
+    finally:
+        await db.dispose()
+
+
+@pytest.fixture
+async def new(new_url: str) -> AsyncIterator[Database]:
+    db = Database(new_url, clock=SystemClock())
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+def full_scans(plan: Any) -> list[str]:
+    return [t for t in TABLES if ("Seq Scan", None) in scans_of(plan, t)]
+
+
+@pytest.mark.parametrize("announce", [False, True], ids=["quiet", "announcing"])
+async def test_a_claim_planned_on_small_tables_reads_the_claim_index(
+    new: Database, announce: bool
+) -> None:
+    plan = await explain(new, claim_statement(True, announce), claim_params(new))
+    assert ("Index Scan", "ix_tasks_claim") in scans_of(plan, "tasks")
+    assert full_scans(plan) == []
+
+
+async def test_a_completion_planned_on_small_tables_finds_its_tasks_by_id(new: Database) -> None:
+    params = {
+        "ids": [uuid.uuid4()],
+        "leases": [uuid.uuid4()],
+        "results": [None],
+        "now": new.clock.now(),
+        "principal": None,
+    }
+    plan = await explain(new, complete_statement(), params)
+    assert ("Index Scan", "uq_tasks_id") in scans_of(plan, "tasks")
+    assert full_scans(plan) == []
+
+
+@pytest.mark.parametrize("name", ["task", "stage", "job"])
+async def test_a_read_planned_on_small_tables_is_a_key_lookup(new: Database, name: str) -> None:
+    plan = await explain(new, statement(queries("read")[name]), {"id": uuid.uuid4()})
+    assert full_scans(plan) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "status"),
+    [(reaper, "'IN_PROGRESS'"), (time_limits, "'IN_PROGRESS'"), (expiry, "'RETRIED'")],
+    ids=["reaper", "time limits", "expiry"],
+)
+def test_the_ticks_scans_write_their_statuses_into_the_sql(module: Any, status: str) -> None:
+    # As the driver runs them: the status in the text, where a bound `$1` would keep
+    # the partial index out of a plan kept for the statement.
+    scan = module.due_scan(SystemClock().now())
+    sql = str(
+        scan.compile(
+            dialect=postgresql.asyncpg.dialect(), compile_kwargs={"render_postcompile": True}
+        )
+    )
+    assert f"tasks.status = {status}" in sql or f"{status})" in sql, sql
