@@ -291,6 +291,41 @@ def test_the_stage_types_page_shows_the_queues(signed_in, dashboard: Deployment)
     expect(row.locator(".limits")).to_have_text("2 in flight, 5/s (burst 5)", timeout=WAIT)
 
 
+def test_a_stage_types_flow_over_the_last_hour_is_drawn_and_listed(  # type: ignore[no-untyped-def]
+    signed_in, dashboard: Deployment
+) -> None:
+    page = signed_in
+    with producer(dashboard) as http:
+        create_job(
+            http,
+            [{"type": "T9", "data": {}, "allowedFailures": 1, "tasks": [{"data": {}}] * 4}],
+        )
+    run_tasks(dashboard, "T9", 2)
+    with as_worker(dashboard, "T9") as http:
+        fail_one(http, "T9", "tile off the map")
+    page.goto(f"{dashboard.url}/ui#/stage-types")
+    page.locator('tr[data-stage-type="T9"]').get_by_role("link", name="T9").click()
+    expect(page.get_by_role("heading", name="Stage type T9")).to_be_visible(timeout=WAIT)
+    chart = page.get_by_role("img", name="Tasks of T9 a minute over 61 minutes")
+    expect(chart).to_have_attribute(
+        "aria-label",
+        "Tasks of T9 a minute over 61 minutes: 4 created, 2 completed, 1 failed, 0 retried",
+    )
+    expect(chart.locator("rect.flow-completed").first).to_be_visible()
+    assert chart.locator("rect.flow-retried").count() == 0
+    # The minutes with moves, newest first (one, or two across a minute's turn).
+    rows = page.locator("tr[data-minute]")
+    expect(rows.first).to_be_visible()
+    cells = [
+        [int(t) for t in rows.nth(i).locator("td").all_inner_texts()] for i in range(rows.count())
+    ]
+    assert [sum(column) for column in zip(*cells, strict=True)] == [4, 2, 1, 0], cells
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "stage-type-flow.png"), full_page=True)
+    page.get_by_role("link", name="← All stage types").click()
+    expect(page.locator('tr[data-stage-type="T9"]')).to_be_visible(timeout=WAIT)
+
+
 def test_times_in_utc_or_the_local_zone_with_who_did_what_and_how_long_it_took(  # type: ignore[no-untyped-def]
     signed_in, dashboard: Deployment
 ) -> None:

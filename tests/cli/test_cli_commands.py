@@ -537,6 +537,31 @@ def test_stage_types_limit_and_unlimit(base_url: str) -> None:
     assert bad.exit_code == 4 and "maxInFlight" in bad.stderr, bad.stderr
 
 
+def test_stage_types_flow_counts_this_minutes_moves_at_80_columns(base_url: str) -> None:
+    job = new_job(base_url, 3)
+    kind = job["stages"][0]["type"]
+    for status in ("COMPLETED", "FAILED"):
+        claimed = httpx.patch(f"{base_url}/v1/stages/{kind}/tasks/dequeue", headers=admin())
+        assert claimed.status_code == 200, claimed.text
+        task = claimed.json()["id"]
+        reported = httpx.put(
+            f"{base_url}/v1/tasks/{task}/status", json={"status": status}, headers=admin()
+        )
+        assert reported.status_code == 200, reported.text
+    shown = jobnik(base_url, "stage-types", "flow", kind, "--minutes", "5", COLUMNS="80")
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout.startswith(f"stage type {kind} since ")
+    assert all(len(line) <= 80 for line in shown.stdout.splitlines())
+    [total] = [line for line in shown.stdout.splitlines() if line.strip().startswith("total")]
+    # Made and moved within a second: one minute (or two, across a minute's turn).
+    assert [cell.strip() for cell in total.split("│")] == ["total", "3", "1", "1", "0"], total
+    as_data = json.loads(jobnik(base_url, "stage-types", "flow", kind, "--json").stdout)
+    assert len(as_data["minutes"]) == 61
+    assert sum(m["created"] for m in as_data["minutes"]) == 3
+    refused = jobnik(base_url, "stage-types", "flow", kind, "--minutes", "0")
+    assert refused.exit_code == 2 and "--minutes" in refused.stderr
+
+
 def test_jobs_list_searches_part_of_a_name(base_url: str) -> None:
     word = uuid.uuid4().hex[:10]
     for name in (f"roads-{word}", f"RIVERS-{word.upper()}", "other"):

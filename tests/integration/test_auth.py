@@ -105,6 +105,7 @@ CASES = [
     Case("claim", "POST", "/v1/tasks/claim", WORKERS, {"stageTypes": [A]}),
     Case("list tasks", "GET", "/v1/tasks", LISTERS),
     Case("stage types", "GET", "/v1/stage-types", LISTERS),
+    Case("stage type flow", "GET", f"/v1/stage-types/{A}/flow", LISTERS),
     Case("read task", "GET", "/v1/tasks/{task}", READERS),
     Case("heartbeat", "POST", "/v1/tasks/{task}/heartbeat", WORKERS, {"leaseId": LEASE}),
     Case(

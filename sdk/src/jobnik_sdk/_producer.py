@@ -397,11 +397,25 @@ class ProducerCalls:
         """Hand this stage type's tasks out without limits again."""
         return await self._stage_type_call("DELETE", stage_type, "limits")
 
+    async def stage_type_flow(self, stage_type: str, *, minutes: int = 60) -> dict[str, Any]:
+        """The stage type's tasks created, completed, failed and retried in each of the
+        last `minutes` minutes (1 to 1440) and the current one, over all jobs, from the
+        event log (`GET /v1/stage-types/{stageType}/flow`, an extension). The answer:
+        `type`, `since`, and `minutes`, oldest first, each with `start`, `created`,
+        `completed`, `failed` and `retried`."""
+        return await self._stage_type_call("GET", stage_type, "flow", query={"minutes": minutes})
+
     async def _stage_type_call(
-        self, method: str, stage_type: str, what: str, body: dict[str, Any] | None = None
+        self,
+        method: str,
+        stage_type: str,
+        what: str,
+        body: dict[str, Any] | None = None,
+        query: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         path = f"/v1/stage-types/{quote(stage_type, safe='')}/{what}"
-        answer: dict[str, Any] = (await self._http.request(method, path, json=body)).json()
+        response = await self._http.request(method, path, json=body, params=query)
+        answer: dict[str, Any] = response.json()
         return answer
 
     async def list_workers(self) -> list[dict[str, Any]]:

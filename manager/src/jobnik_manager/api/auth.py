@@ -67,6 +67,7 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("GET", "/v1/stages"): Action.LIST,
     ("GET", "/v1/tasks"): Action.LIST,
     ("GET", "/v1/stage-types"): Action.LIST,  # queue figures over all jobs, as on /metrics
+    ("GET", "/v1/stage-types/{stageType}/flow"): Action.LIST,
     ("GET", "/v1/workers"): Action.LIST,  # who claims, over all jobs, like the above
     ("GET", "/v1/dead-letters"): Action.LIST,  # a producer's own jobs' only
     # Over many jobs at once: for those who may retry any job.

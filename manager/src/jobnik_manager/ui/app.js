@@ -757,7 +757,8 @@ function stageTypesPage() {
     const data = await fetchFor(box, "/v1/stage-types");
     if (!data) return;
     const rows = data.items.map((t) => h("tr", { "data-stage-type": t.type },
-      h("th", { scope: "row", class: "mono" }, t.type),
+      h("th", { scope: "row", class: "mono" },
+        h("a", { href: `#/stage-types/${encodeURIComponent(t.type)}`, title: `Flow of ${t.type} over the last hour` }, t.type)),
       h("td", { class: "num waiting" }, t.waiting),
       h("td", { class: "num in-flight" }, t.inFlight),
       h("td", { class: "num" }, t.expiring),
@@ -771,6 +772,58 @@ function stageTypesPage() {
       ? listTable(["Stage type", "Waiting", "In flight", "Lease expiring", "Failed", "Oldest waiting", "Paused", "Limits", "Action"], rows, "Stage types")
       : h("p", {}, "No stage has work to hand out.")));
     say(`${data.total} stage types with work`);
+  }
+  return { refresh };
+}
+
+// ---- a stage type's flow -------------------------------------------------------------
+
+const FLOW_SERIES = [["created", "Created"], ["completed", "Completed"], ["failed", "Failed"], ["retried", "Retried"]];
+
+// Per minute, a group of four bars (created, completed, failed, retried) on one scale.
+function flowChart(type, minutes) {
+  const WIDTH = 960, HEIGHT = 180, TOP = 18, BOTTOM = 20, LEFT = 40;
+  const most = Math.max(1, ...minutes.flatMap((m) => FLOW_SERIES.map(([k]) => m[k])));
+  const slot = (WIDTH - LEFT) / minutes.length;
+  const bar = Math.max(1, (slot - 2) / FLOW_SERIES.length);
+  const y = (n) => TOP + (HEIGHT - TOP - BOTTOM) * (1 - n / most);
+  const parts = [];
+  minutes.forEach((m, i) => {
+    FLOW_SERIES.forEach(([key, label], j) => {
+      if (!m[key]) return;
+      parts.push(svg("rect", { x: LEFT + i * slot + 1 + j * bar, y: y(m[key]), width: bar, height: y(0) - y(m[key]), class: `flow-bar flow-${key}`, "data-minute": m.start, "data-series": key },
+        svg("title", {}, `${clockTime(new Date(m.start)).slice(0, 16)}: ${m[key]} ${label.toLowerCase()}`)));
+    });
+  });
+  const axis = [0, Math.floor((minutes.length - 1) / 2), minutes.length - 1].map((i, n) =>
+    svg("text", { x: LEFT + i * slot + (n === 2 ? slot : 0), y: HEIGHT - 4, class: "tl-axis", "text-anchor": n === 0 ? "start" : n === 2 ? "end" : "middle" },
+      clockTime(new Date(minutes[i].start)).slice(11, 16)));
+  const scale = [most, 0].map((n) => svg("text", { x: LEFT - 4, y: y(n) + 4, class: "tl-axis", "text-anchor": "end" }, String(n)));
+  const totals = FLOW_SERIES.map(([key, label]) => `${minutes.reduce((sum, m) => sum + m[key], 0)} ${label.toLowerCase()}`).join(", ");
+  return svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, class: "flow", role: "img",
+    "aria-label": `Tasks of ${type} a minute over ${minutes.length} minutes: ${totals}` },
+  svg("line", { x1: LEFT, x2: WIDTH, y1: y(0), y2: y(0), class: "flow-base" }), scale, axis, parts);
+}
+
+function stageTypePage(type) {
+  const { box, notice } = listPage("flow", `Stage type ${type}`, "Its tasks created, completed, failed and retried each minute over the last hour, in every job, from the event log.");
+  view.prepend(h("p", {}, h("a", { href: "#/stage-types" }, "← All stage types")));
+  notice.remove();
+
+  async function refresh() {
+    const data = await fetchFor(box, `/v1/stage-types/${encodeURIComponent(type)}/flow?minutes=60`);
+    if (!data) return;
+    const legend = h("ul", { class: "flow-legend" }, FLOW_SERIES.map(([key, label]) =>
+      h("li", {}, h("span", { class: `swatch flow-${key}`, "aria-hidden": "true" }), label)));
+    const busy = data.minutes.filter((m) => FLOW_SERIES.some(([k]) => m[k]));
+    const rows = busy.slice().reverse().map((m) => h("tr", { "data-minute": m.start },
+      h("th", { scope: "row" }, when(m.start)),
+      FLOW_SERIES.map(([key]) => h("td", { class: `num ${key}` }, m[key]))));
+    keepFocus(() => box.replaceChildren(legend, flowChart(type, data.minutes),
+      busy.length
+        ? listTable(["Minute", ...FLOW_SERIES.map(([, label]) => label)], rows, `Minutes of ${type} with moves, newest first`)
+        : h("p", {}, "No task of this type moved in the last hour.")));
+    say(`${busy.length} minutes with moves`);
   }
   return { refresh };
 }
@@ -910,11 +963,14 @@ async function route() {
   const [path, search] = hash.slice(1).split("?");
   const params = new URLSearchParams(search || "");
   const match = path.match(/^\/jobs\/([0-9a-fA-F-]{36})$/);
+  const typeMatch = path.match(/^\/stage-types\/([^/]+)$/);
   const pages = {
     "/stage-types": stageTypesPage, "/workers": workersPage, "/dead-letters": deadLettersPage,
     "/schedules": schedulesPage,
   };
-  const page = match ? jobPage(match[1]) : pages[path] ? pages[path]() : jobsPage(params);
+  const page = match ? jobPage(match[1])
+    : typeMatch ? stageTypePage(decodeURIComponent(typeMatch[1]))
+    : pages[path] ? pages[path]() : jobsPage(params);
   current = page;
   await page.refresh();
   if (current === page) schedule();

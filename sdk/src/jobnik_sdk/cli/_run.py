@@ -145,8 +145,8 @@ def fetched(
     url: str | None,
     token: str | None,
     json: bool,
-    read: Callable[[JobnikClient], Awaitable[list[dict[str, Any]]]],
-) -> list[dict[str, Any]] | None:
+    read: Callable[[JobnikClient], Awaitable[T]],
+) -> T | None:
     """What `read` answers, for a command to lay out; None once printed as JSON (--json:
     the manager's answer as it is)."""
     items = run(Manager.chosen(url, token), read)

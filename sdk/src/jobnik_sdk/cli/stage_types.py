@@ -13,7 +13,10 @@ from . import output
 from ._run import Json, Manager, Token, Url, fetched, run
 
 app = typer.Typer(
-    help="The queues by stage type (with no command); pause, resume, limit or unlimit one.",
+    help=(
+        "The queues by stage type (with no command); pause, resume, limit or unlimit one,"
+        " or show its flow."
+    ),
     invoke_without_command=True,
 )
 StageType = Annotated[str, typer.Argument(metavar="TYPE", help="The stage type.")]
@@ -98,6 +101,39 @@ def unlimit(stage_type: StageType, url: Url = None, token: Token = None) -> None
     """Hand the stage type's tasks out without limits again."""
     done = run(Manager.chosen(url, token), lambda client: client.unlimit_stage_type(stage_type))
     _said(done, "unlimited")
+
+
+@app.command("flow")
+def flow(
+    stage_type: StageType,
+    minutes: Annotated[
+        int, typer.Option("--minutes", min=1, max=1440, help="How far back, in minutes.")
+    ] = 60,
+    url: Url = None,
+    token: Token = None,
+    json: Json = False,
+) -> None:
+    """The stage type's tasks created, completed, failed and retried a minute, over the
+    last hour (or --minutes), in every job: the minutes that saw any, then the totals."""
+    seen = fetched(url, token, json, lambda c: c.stage_type_flow(stage_type, minutes=minutes))
+    if seen is None:
+        return
+    counts = ("created", "completed", "failed", "retried")
+    table = Table(show_edge=False)
+    table.add_column("minute (UTC)", no_wrap=True)
+    for column in counts:
+        table.add_column(column, justify="right", no_wrap=True)
+    totals = dict.fromkeys(counts, 0)
+    for minute in seen["minutes"]:
+        if any(minute[c] for c in counts):
+            table.add_row(minute["start"][:16].replace("T", " "), *(str(minute[c]) for c in counts))
+        for c in counts:
+            totals[c] += minute[c]
+    table.add_row("total", *(str(totals[c]) for c in counts), end_section=True)
+    out = output.stdout()
+    since = seen["since"][:16].replace("T", " ")
+    out.print(f"stage type {escape(seen['type'])} since {since} UTC", soft_wrap=True)
+    out.print(table)
 
 
 def _said(done: dict[str, Any], what: str) -> None:

@@ -3,19 +3,21 @@ to be claimed, tasks in flight, the oldest waiting task's age, whether it is pau
 figures /metrics exposes (observe.state), read through indexes and counters, so the call
 costs the same whatever the history; over all jobs, like /metrics. A stage type is paused
 and resumed with PUT and DELETE on /v1/stage-types/{stageType}/pause, and limited (tasks
-in flight, tasks a second) with PUT and DELETE on /v1/stage-types/{stageType}/limits."""
+in flight, tasks a second) with PUT and DELETE on /v1/stage-types/{stageType}/limits. Its
+flow, tasks created, completed, failed and retried a minute, is read from the event log
+by GET /v1/stage-types/{stageType}/flow."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 from pydantic import Field, StrictInt
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...observe.state import read_state
-from ...services import stage_type_limits, stage_type_pauses
+from ...services import flow, stage_type_limits, stage_type_pauses
 from ..deps import DatabaseDep
 from ..edge import EdgeRoute
 from ..schemas import ErrorMessage, Inbound, Outbound
@@ -76,6 +78,33 @@ async def stage_types(db: DatabaseDep) -> StageTypesOut:
 
 
 StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
+
+
+class FlowMinuteOut(Outbound):
+    start: datetime  # the minute's first instant (UTC)
+    created: int
+    completed: int
+    failed: int
+    retried: int
+
+
+class FlowOut(Outbound):
+    type: str
+    since: datetime
+    minutes: list[FlowMinuteOut]  # oldest first, the current (partial) minute last
+
+
+@router.get("/{stageType}/flow", response_model=FlowOut, responses={400: {"model": ErrorMessage}})
+async def stage_type_flow(
+    db: DatabaseDep,
+    stageType: StageTypePath,
+    minutes: Annotated[int, Query(ge=1, le=1440)] = 60,
+) -> FlowOut:
+    """The type's tasks created, completed, failed and retried in each of the last
+    `minutes` minutes and the current one, from the event log (over all jobs)."""
+    read = await in_transaction(db, flow.flow, stageType, minutes)
+    items = [FlowMinuteOut.model_validate(m, from_attributes=True) for m in read.minutes]
+    return FlowOut(type=stageType, since=read.since, minutes=items)
 
 
 class StageTypePauseOut(Outbound):
