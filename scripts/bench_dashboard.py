@@ -3,7 +3,8 @@ in every status and priority) and a million tasks in PostgreSQL, then the API ca
 page makes, timed: the jobs list's first page (newest first, as the page asks) with and
 without filters and by id prefix; a job's page on a job of 100,000 tasks, half of them
 run (the job with its stages, a page of a stage's tasks, its history's latest page, the
-timeline's 1,000 latest moves); the stage types and the workers. Each must answer within
+timeline's 1,000 latest moves); the stage types, the flow of that job's stage type
+(its 200,000 moves all within the hour) and the workers. Each must answer within
 300 ms; the script exits 1 when one does not.
 
     uv run python scripts/bench_dashboard.py [--jobs 100000] [--tasks 1000000] [--runs 20]
@@ -157,7 +158,13 @@ async def main() -> int:
                 "job page: its timeline",
                 f"/v1/jobs/{job_id}/events?page=1&page_size=1000{newest}",
             ),
+            (
+                "jobs list, part of a name",
+                f"/v1/jobs?page=1&page_size=20&name_contains=ch-7{newest}",
+            ),
             ("stage types", "/v1/stage-types"),
+            ("a stage type's flow, an hour", "/v1/stage-types/bench-seen-1/flow"),
+            ("a stage type's flow, a day", "/v1/stage-types/bench-seen-1/flow?minutes=1440"),
             ("workers", "/v1/workers"),
         ]
         print(f"{'call':<32} {'median ms':>10} {'max ms':>8}  answered")

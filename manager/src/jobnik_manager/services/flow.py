@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import ColumnElement, String, cast, func, select
+from sqlalchemy import ColumnElement, String, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import now_in
-from ..db.models import Event, Stage
+from ..db.models import Event, Stage, written, written_all
 from ..domain.moves import Entity
 from ..domain.statuses import TaskStatus
 
@@ -50,37 +51,50 @@ async def flow(s: AsyncSession, stage_type: str, minutes: int) -> Flow:
     counts: dict[datetime, dict[str, int]] = {}
     first = await _first_seq_since(s, since)
     if first is not None:
-        minute = _minute_of(s)
-        moved = await s.execute(
-            select(minute, Event.from_status.is_(None), Event.to_status, func.count())
-            .join(Stage, Stage.id == Event.stage_id)
+        # Counted per stage first, then the type's stages picked: an aggregate over the
+        # window's rows by hash, where joining each row to its stage first had them
+        # sorted (the planner cannot tell how many of a type's moves there are).
+        created = Event.from_status.is_(None).label("created")
+        minute = _minute_of(s).label("minute")
+        per_stage = (
+            select(Event.stage_id, minute, created, Event.to_status, func.count().label("n"))
             .where(
                 Event.seq >= first,
                 Event.time >= since,
-                Event.entity == Entity.TASK,
-                Event.to_status.is_not(None),
-                Stage.type == stage_type,
+                Event.entity == written(Entity.TASK),
+                or_(Event.from_status.is_(None), Event.to_status.in_(written_all(_COUNTED))),
             )
-            .group_by(minute, Event.from_status.is_(None), Event.to_status)
+            .group_by(Event.stage_id, minute, created, Event.to_status)
+            .subquery()
         )
-        for key, created, to_status, n in moved:
-            at = datetime.strptime(key, "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
-            tally = counts.setdefault(at, {})
-            if created:
-                tally["created"] = tally.get("created", 0) + int(n)
-            elif to_status in _COUNTED:
-                field = TaskStatus(to_status).value.lower()
-                tally[field] = tally.get(field, 0) + int(n)
+        moved = await s.execute(
+            select(per_stage.c.minute, per_stage.c.created, per_stage.c.to_status)
+            .add_columns(func.sum(per_stage.c.n))
+            .join(Stage, Stage.id == per_stage.c.stage_id)
+            .where(Stage.type == stage_type)
+            .group_by(per_stage.c.minute, per_stage.c.created, per_stage.c.to_status)
+        )
+        for at, was_created, to_status, n in moved:
+            tally = counts.setdefault(_minute_start(at), {})
+            field = "created" if was_created else TaskStatus(to_status).value.lower()
+            tally[field] = tally.get(field, 0) + int(n)
     steps = [since + timedelta(minutes=i) for i in range(minutes + 1)]
     return Flow(since=since, minutes=[Minute(at, **counts.get(at, {})) for at in steps])
 
 
-def _minute_of(s: AsyncSession) -> ColumnElement[str]:
-    """The minute an event's time falls in, as 'YYYY-MM-DD HH:MM' (UTC) on either
-    backend: SQLite keeps the time as that text and more."""
+def _minute_of(s: AsyncSession) -> ColumnElement[Any]:
+    """The minute an event's time falls in: a timestamp on PostgreSQL (the offsets of
+    every zone are whole minutes), 'YYYY-MM-DD HH:MM' text on SQLite, which keeps the
+    time as such text (UTC) and more."""
     if s.get_bind().dialect.name == "postgresql":
-        return func.to_char(func.timezone("UTC", Event.time), "YYYY-MM-DD HH24:MI")
+        return func.date_trunc("minute", Event.time)
     return func.substr(cast(Event.time, String), 1, 16)
+
+
+def _minute_start(at: datetime | str) -> datetime:
+    if isinstance(at, str):
+        return datetime.strptime(at, "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
+    return at.astimezone(UTC)
 
 
 async def _first_seq_since(s: AsyncSession, since: datetime) -> int | None:
