@@ -468,3 +468,31 @@ async def test_a_token_lookup_whose_database_went_away_answers_503(
     assert (answer.status_code, answer.json()["code"]) == (503, "DATABASE_RELATED_ERROR")
     assert answer.headers["retry-after"] == "1"
     assert again.status_code == 200
+
+
+async def test_the_open_job_spec_binding_keeps_the_roles_and_words_refusals_its_own_way(
+    authed: Authed,
+) -> None:
+    push = {"type": "email.send", "args": [], "options": {"queue": A}}
+    refused = await authed.call(None, "POST", "/ojs/v1/jobs", push)
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "unauthorized"
+    assert refused.headers["content-type"] == "application/openjobspec+json"
+    assert (await authed.call("worker", "POST", "/ojs/v1/jobs", push)).status_code == 403
+    made = await authed.call("alice", "POST", "/ojs/v1/jobs", push)
+    assert made.status_code == 201, made.text
+    job = made.json()["job"]["id"]
+    assert (await authed.call("bob", "GET", f"/ojs/v1/jobs/{job}")).status_code == 403
+    assert (await authed.call("alice", "GET", f"/ojs/v1/jobs/{job}")).status_code == 200
+    # A worker limited to another type may not fetch this queue, nor ack its jobs.
+    other = await authed.call("worker-b", "POST", "/ojs/v1/workers/fetch", {"queues": [A]})
+    assert other.status_code == 403 and other.json()["error"]["code"] == "forbidden"
+    fetched = await authed.call("worker-a", "POST", "/ojs/v1/workers/fetch", {"queues": [A]})
+    assert [j["id"] for j in fetched.json()["jobs"]] == [job]
+    ack = {"job_id": job, "result": {"ok": True}}
+    assert (await authed.call("worker-b", "POST", "/ojs/v1/workers/ack", ack)).status_code == 403
+    acked = await authed.call("worker-a", "POST", "/ojs/v1/workers/ack", ack)
+    assert acked.status_code == 200 and acked.json()["state"] == "completed"
+    # The manifest and health are open, as /openapi.json and the probes are.
+    for path in ("/ojs/manifest", "/ojs/v1/health"):
+        assert (await authed.call(None, "GET", path)).status_code == 200

@@ -28,9 +28,10 @@ from jobnik_manager.domain.auth import Role
 from jobnik_manager.domain.errors import IllegalTransition
 from jobnik_manager.domain.moves import Entity, Move
 from jobnik_manager.domain.transitions import Actor
-from jobnik_manager.maintenance.reaper import open_due_retries, reap_expired
+from jobnik_manager.maintenance.reaper import reap_expired
 from jobnik_manager.maintenance.time_limits import time_out_attempts
 from jobnik_manager.services import tokens
+from jobnik_manager.services.claimability import open_due_retries
 from jobnik_manager.settings import Settings
 
 from ..support.api import Api, unique

@@ -9,7 +9,7 @@ import pytest
 
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
-from jobnik_manager.maintenance.reaper import open_due_retries
+from jobnik_manager.services.claimability import open_due_retries
 
 from ..support.api import Api, unique
 from ..support.invariants import assert_invariants

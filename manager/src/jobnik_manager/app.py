@@ -19,11 +19,13 @@ from .api.edge import Limits, RequestEdge
 from .api.errors import install_error_handlers, route_methods
 from .api.fast_lane import install_fast_lane
 from .api.guard import InputGuard
+from .api.ojs_headers import OjsHeaders
 from .api.openapi import install_openapi
 from .api.routes import (
     dead_letters,
     health,
     jobs,
+    ojs,
     outputs,
     schedules,
     stage_types,
@@ -105,7 +107,7 @@ def create_app(
     install_error_handlers(app)
     install_openapi(app)
     # What a 405's Allow and the documented-method check read (api/errors.py).
-    routers = [m.router for m in (health, *_API)]
+    routers = [m.router for m in (health, *_API, ojs)]
     app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
     app.include_router(ui.router)  # the dashboard at /ui
@@ -115,6 +117,9 @@ def create_app(
             module.router,
             dependencies=[Depends(documented_method), Depends(known_query_only)],
         )
+    # The Open Job Spec's binding: its bodies and queries are read by its own routes,
+    # which word their refusals as the spec does.
+    app.include_router(ojs.router, dependencies=[Depends(documented_method)])
     # The workers' per-task calls skip FastAPI's dependency solving and validation.
     install_fast_lane(app)
     # The request edge (added last: outermost) reads and parses a body once, and the
@@ -143,6 +148,7 @@ def create_app(
     if settings.metrics:  # it counts what the guard refuses too
         app.add_middleware(RequestMetrics, routes=routes, log_ids=settings.log_format == "json")
     app.add_middleware(RequestEdge, limits=limits)
+    app.add_middleware(OjsHeaders)  # outermost: on every /ojs/ answer, refusals included
     return app
 
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jobnik_protocol.logs import log_context
@@ -42,7 +41,7 @@ from ..observe.http import RouteTemplates
 from ..services import ownership, schedules, tokens
 from .body_scan import Refusal, Unreadable, invalid, larger_than
 from .edge import Inbound, Read, inbound
-from .errors import database_away, error_body
+from .errors import database_away, error_response
 
 _OPEN = {
     "/",
@@ -54,12 +53,22 @@ _OPEN = {
     "/openapi.json",
     "/ui",  # the dashboard's page and assets hold no data; its API calls carry the token
     "/ui/",
+    "/ojs/manifest",  # what the server implements, as /openapi.json
+    "/ojs/v1/health",
 }
 # The documents' own files (scripts, styles).
 _OPEN_PREFIXES = ("/static-offline-docs/", "/ui/assets/")
 _STATUS = "/v1/tasks/{taskId}/status"
 # Routes whose body names what the rule needs: stage types, task ids, a cancel.
-_BODY_ROUTES = {"/v1/tasks/claim", "/v1/tasks/heartbeats", "/v1/tasks/reports", _STATUS}
+_OJS_REPORTS = ("/ojs/v1/workers/ack", "/ojs/v1/workers/nack")
+_BODY_ROUTES = {
+    "/v1/tasks/claim",
+    "/v1/tasks/heartbeats",
+    "/v1/tasks/reports",
+    _STATUS,
+    "/ojs/v1/workers/fetch",
+    *_OJS_REPORTS,
+}
 
 # (method, route template) -> what the request does.
 ACTIONS: dict[tuple[str, str], Action] = {
@@ -114,6 +123,13 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("PUT", "/v1/schedules/{name}/pause"): Action.CONTROL,
     ("DELETE", "/v1/schedules/{name}/pause"): Action.CONTROL,
     ("POST", "/v1/schedules/{name}/run"): Action.CONTROL,
+    # The Open Job Spec's binding: a job is a task in a job of its own.
+    ("POST", "/ojs/v1/jobs"): Action.CREATE,
+    ("GET", "/ojs/v1/jobs/{taskId}"): Action.READ,
+    ("DELETE", "/ojs/v1/jobs/{taskId}"): Action.CONTROL,
+    ("POST", "/ojs/v1/workers/fetch"): Action.WORK,
+    ("POST", "/ojs/v1/workers/ack"): Action.WORK,
+    ("POST", "/ojs/v1/workers/nack"): Action.WORK,
     ("GET", "/v1/tokens"): Action.ADMIN,
     ("POST", "/v1/tokens"): Action.ADMIN,
     ("DELETE", "/v1/tokens/{name}"): Action.ADMIN,
@@ -175,7 +191,7 @@ class Authenticator(HttpMiddleware):
         except Exception as exc:
             # Out here the app's handlers cannot answer it: the database being away is
             # a 503 for the client to retry, not a server error.
-            away = database_away(exc)
+            away = database_away(scope, exc)
             if away is None:
                 raise
             await away(scope, receive, send)
@@ -279,6 +295,11 @@ async def _facts(s: AsyncSession, route: str, params: dict[str, str], body: Any)
     if route == "/v1/tasks/claim":
         types = _listed(_field(body, "stageTypes"))
         return Facts(True, None, frozenset(t for t in types if isinstance(t, str)))
+    if route == "/ojs/v1/workers/fetch":
+        queues = _listed(_field(body, "queues"))
+        return Facts(True, None, frozenset(q for q in queues if isinstance(q, str)))
+    if route in _OJS_REPORTS:
+        return await ownership.of_tasks(s, _ids([_field(body, "job_id")]))
     if route in ("/v1/tasks/heartbeats", "/v1/tasks/reports"):
         items = _listed(_field(body, route.rpartition("/")[2]))
         return await ownership.of_tasks(
@@ -320,5 +341,5 @@ async def _refuse(
     scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str
 ) -> None:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    response = JSONResponse(error_body(message, code), status_code=status, headers=headers)
+    response = error_response(scope, status, code, message, headers)
     await response(scope, receive, send)

@@ -1,11 +1,13 @@
-"""Every error leaves the manager as `{message, code}`; no input yields a 5xx."""
+"""Every error leaves the manager as `{message, code}`, or under /ojs/ in the Open Job
+Spec's shape (`{"error": {code, message, retryable, ...}}`), whichever part of the
+manager refuses it: one function words them all. No input yields a 5xx."""
 
 from __future__ import annotations
 
 import functools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -15,8 +17,10 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute, APIRouter
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Scope
 
 from ..db.failures import is_conflict, is_unavailable
+from ..domain import ojs
 from ..domain.errors import DomainError
 from ..observe.http import RouteTemplates
 
@@ -32,8 +36,44 @@ _HTTP_CODES = {
 }
 
 
+OJS_PREFIX = "/ojs/"
+OJS_REQUEST_ID = "jobnik.ojs_request_id"
+
+
 def error_body(message: str, code: str) -> dict[str, str]:
     return {"message": message, "code": code}
+
+
+def error_response(
+    scope: Scope, status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    """The answer to a refused request, in the dialect of its path."""
+    if not scope["path"].startswith(OJS_PREFIX):
+        return JSONResponse(error_body(message, code), status_code=status, headers=headers)
+    spec_code = ojs.code_of(code, status)
+    error: dict[str, Any] = {
+        "code": spec_code,
+        "type": "validation_error" if status == 422 else spec_code,
+        "message": message,
+        "retryable": status >= 500 or status == 429,
+        "hint": _HINTS.get(spec_code, "See the message."),
+        "docs_url": f"https://openjobspec.org/errors/{spec_code}",
+    }
+    if request_id := scope.get(OJS_REQUEST_ID):
+        error["request_id"] = request_id
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+_HINTS = {
+    "not_found": "Check the id: the job may never have existed, or retention removed it.",
+    "conflict": "The job is not in a state that allows this; read it for its state.",
+    "invalid_request": "Correct the field the message names and send the request again.",
+    "invalid_payload": "Send a JSON object as the body.",
+    "duplicate": "A job with this id exists already; read it, or push without an id.",
+    "unauthorized": "Send a bearer token.",
+    "forbidden": "This token's role may not do this.",
+    "backend_error": "Try again shortly.",
+}
 
 
 def describe_errors(errors: Sequence[Any]) -> str:
@@ -121,31 +161,32 @@ _DATABASE_ERRORS = (
 )
 
 
-def database_away(exc: BaseException) -> JSONResponse | None:
+def database_away(scope: Scope, exc: BaseException) -> JSONResponse | None:
     """The 503 for an error that means the database is away (or a conflict still there
     after the retries, which is as passing); None for any other error."""
     if not (isinstance(exc, _DATABASE_ERRORS) and (is_unavailable(exc) or is_conflict(exc))):
         return None
     log.warning("database unavailable: %s", exc)
-    return JSONResponse(
-        error_body("The database is unavailable; try again shortly", "DATABASE_RELATED_ERROR"),
-        status_code=503,
-        headers={"Retry-After": RETRY_AFTER_SECONDS},
+    return error_response(
+        scope,
+        503,
+        "DATABASE_RELATED_ERROR",
+        "The database is unavailable; try again shortly",
+        {"Retry-After": RETRY_AFTER_SECONDS},
     )
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
-    async def _domain(_: Request, exc: DomainError) -> JSONResponse:
+    async def _domain(request: Request, exc: DomainError) -> JSONResponse:
         if exc.http_status >= 500:
             log.error("domain error %s: %s", exc.code, exc.message)
-        return JSONResponse(error_body(exc.message, exc.code), status_code=exc.http_status)
+        return error_response(request.scope, exc.http_status, exc.code, exc.message)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(
-            error_body(describe_errors(exc.errors()), "VALIDATION_ERROR"), status_code=400
-        )
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message = describe_errors(exc.errors())
+        return error_response(request.scope, 400, "VALIDATION_ERROR", message)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -155,9 +196,7 @@ def install_error_handlers(app: FastAPI) -> None:
         headers = exc.headers
         if exc.status_code == 405 and (allowed := allowed_methods(request)):
             headers = {**(headers or {}), "Allow": allowed}
-        return JSONResponse(
-            error_body(str(exc.detail), code), status_code=exc.status_code, headers=headers
-        )
+        return error_response(request.scope, exc.status_code, code, str(exc.detail), headers)
 
     # The database being away is the server's trouble, not the request's: 503 with a
     # Retry-After, so clients and load balancers retry rather than give up. Such errors
@@ -172,15 +211,15 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(asyncpg.InternalClientError)
     @app.exception_handler(OSError)
     async def _database(request: Request, exc: Exception) -> JSONResponse:
-        answer = database_away(exc)
+        answer = database_away(request.scope, exc)
         return answer if answer is not None else await _unexpected(request, exc)
 
     # Errors raised in a middleware (the authenticator's token lookup) skip the handlers
     # by type and come here: the database being away is a 503 there too.
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        answer = database_away(exc)
+        answer = database_away(request.scope, exc)
         if answer is not None:
             return answer
         log.error("unhandled error", exc_info=exc)
-        return JSONResponse(error_body("Internal Server Error", "UNKNOWN_ERROR"), status_code=500)
+        return error_response(request.scope, 500, "UNKNOWN_ERROR", "Internal Server Error")

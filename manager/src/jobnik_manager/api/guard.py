@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
-from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..asgi import HttpMiddleware
 from .body_scan import Refusal, invalid, larger_than, printable, unstorable
 from .edge import Limits, Read, inbound
-from .errors import error_body
+from .errors import error_response
 
 # Their bodies, if any, are read by no route.
 _BODILESS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -50,7 +49,7 @@ class InputGuard(HttpMiddleware):
             if refusal is None:
                 await self.app(scope, receive, send)
                 return
-        response = JSONResponse(error_body(refusal.message, refusal.code), refusal.status)
+        response = error_response(scope, refusal.status, refusal.code, refusal.message)
         await response(scope, receive, send)
 
 

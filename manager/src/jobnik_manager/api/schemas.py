@@ -140,7 +140,7 @@ class TaskCreate(Inbound):
 
     def to_new(self) -> NewTask:
         policy = self.retry_policy.to_domain() if self.retry_policy else None
-        return NewTask(**same_named(self, NewTask, retry_policy=policy))
+        return NewTask(**same_named(self, NewTask, retry_policy=policy, id=None))
 
 
 class StageCreate(Inbound):

@@ -7,11 +7,12 @@ import logging
 from datetime import timedelta
 
 from ..db.engine import Database
+from ..services.claimability import open_due_retries
 from ..services.schedules import JobBuilder, fire_due
 from ..services.workers import forget_gone
 from .cleanup import forget_old_keys
 from .expiry import expire
-from .reaper import open_due_retries, reap_expired
+from .reaper import reap_expired
 from .retention import delete_finished_before
 from .time_limits import enforce_deadlines, time_out_attempts
 

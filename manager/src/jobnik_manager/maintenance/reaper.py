@@ -7,18 +7,13 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
-from ..db.models import TASKS, Stage, Task, written
-from ..domain.statuses import StageStatus, TaskStatus
-from ..services.claimability import WAITING_TO_RUN, jobs_allowing_claims, open_tasks
+from ..db.models import Task, written
+from ..domain.statuses import TaskStatus
 from ..services.reports import expire_leases
-
-DUE_BATCH = 500
-_RUNNING_STAGES = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
-
 
 REAP_BATCH = 100
 
@@ -77,43 +72,3 @@ async def each_due(
 async def reap_expired(db: Database, limit: int = 1000) -> int:
     """Settle up to `limit` expired leases; returns how many."""
     return await in_batches(db, reap_some, REAP_BATCH, limit)
-
-
-async def open_due(s: AsyncSession) -> int:
-    """Make tasks whose `notBefore` has passed claimable: retries whose delay is over,
-    and scheduled tasks whose time has come, if their stage runs and their job lets
-    tasks be claimed (a paused job's are opened by its resume, a later stage's when its
-    turn comes)."""
-    now = now_in(s)
-    stmt = (
-        select(Task.seq, Task.job_id)
-        .join(Stage, Stage.id == Task.stage_id)
-        .where(
-            Task.not_before <= now,
-            Task.status.in_(WAITING_TO_RUN),
-            Stage.status.in_(_RUNNING_STAGES),
-        )
-        .order_by(Task.not_before)
-        .limit(DUE_BATCH)
-        .with_for_update(of=Task, skip_locked=True)
-    )
-    due = (await s.execute(stmt)).all()
-    if not due:
-        return 0
-    await s.execute(
-        update(TASKS).where(TASKS.c.seq.in_([r.seq for r in due])).values(not_before=None)
-    )
-    open_jobs = await jobs_allowing_claims(s, (r.job_id for r in due))
-    opening = [r.seq for r in due if r.job_id in open_jobs]
-    if opening:
-        await open_tasks(s, [TASKS.c.seq.in_(opening)], now)
-    return len(due)
-
-
-async def open_due_retries(db: Database) -> int:
-    opened = 0
-    while True:
-        n = await db.transaction(open_due)
-        opened += n
-        if n < DUE_BATCH:
-            return opened

@@ -16,7 +16,8 @@ from typing import Protocol
 from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.models import TASKS, Job
+from ..db.engine import Database, now_in
+from ..db.models import TASKS, Job, Stage, Task
 from ..domain.announcements import tasks_ready
 from ..domain.statuses import CLAIMING_JOB_STATUSES, JobStatus, StageStatus, TaskStatus
 
@@ -92,3 +93,48 @@ async def jobs_allowing_claims(s: AsyncSession, job_ids: Iterable[uuid.UUID]) ->
         .with_for_update(read=True)
     )
     return {job_id for job_id, status in rows if status in CLAIMING_JOB_STATUSES}
+
+
+DUE_BATCH = 500
+_RUNNING_STAGES = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
+
+
+async def open_due(s: AsyncSession) -> int:
+    """Make tasks whose `notBefore` has passed claimable: retries whose delay is over,
+    and scheduled tasks whose time has come, if their stage runs and their job lets
+    tasks be claimed (a paused job's are opened by its resume, a later stage's when its
+    turn comes)."""
+    now = now_in(s)
+    stmt = (
+        select(Task.seq, Task.job_id)
+        .join(Stage, Stage.id == Task.stage_id)
+        .where(
+            Task.not_before <= now,
+            Task.status.in_(WAITING_TO_RUN),
+            Stage.status.in_(_RUNNING_STAGES),
+        )
+        .order_by(Task.not_before)
+        .limit(DUE_BATCH)
+        .with_for_update(of=Task, skip_locked=True)
+    )
+    due = (await s.execute(stmt)).all()
+    if not due:
+        return 0
+    await s.execute(
+        update(TASKS).where(TASKS.c.seq.in_([r.seq for r in due])).values(not_before=None)
+    )
+    open_jobs = await jobs_allowing_claims(s, (r.job_id for r in due))
+    opening = [r.seq for r in due if r.job_id in open_jobs]
+    if opening:
+        await open_tasks(s, [TASKS.c.seq.in_(opening)], now)
+    return len(due)
+
+
+async def open_due_retries(db: Database) -> int:
+    """Open every task whose time has come, a batch a transaction; how many."""
+    opened = 0
+    while True:
+        n = await db.transaction(open_due)
+        opened += n
+        if n < DUE_BATCH:
+            return opened

@@ -6,6 +6,7 @@ the API's schemas.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -31,6 +32,8 @@ class NewTask:
     timeout_seconds: float | None = None
     # Never handed out from then on (nor after its job's `expires_at`).
     expires_at: datetime | None = None
+    # Its id when the client chose it (an OJS job's); else a random one is made.
+    id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,7 +152,7 @@ async def insert_tasks(
             )
         return min((t for t in (task.expires_at, job.expires_at) if t is not None), default=None)
 
-    ids = _new_ids(len(new))
+    ids = [task.id or made for task, made in zip(new, _new_ids(len(new)), strict=True)]
     stage_id, job_id, stage_type = stage.id, job.id, stage.type
     spans, policy = new_traceparents(stage.traceparent), stage.retry_policy
     rows: list[TaskRow] = []

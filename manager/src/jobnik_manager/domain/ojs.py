@@ -1,0 +1,126 @@
+"""The Open Job Spec's vocabulary, read off our own: an OJS job is a task in a job of its
+own, its queue the task's stage type. Pure: how a task's status reads as one of the
+spec's eight states, how its priority (-100 to 100) ranks among our five, what an
+envelope's fields must look like, and the spec's error codes for our refusals."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+
+from .statuses import Priority, TaskStatus
+
+SPEC_VERSION = "1.0"
+DEFAULT_QUEUE = "default"
+DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_VISIBILITY_MS = 30_000
+# A type: dot-separated lowercase segments (hyphens and underscores within); a queue:
+# lowercase letters, digits, hyphens and dots, not starting with a hyphen or dot.
+TYPE_PATTERN = re.compile(r"[a-z][a-z0-9_\-]*(\.[a-z][a-z0-9_\-]*)*")
+QUEUE_PATTERN = re.compile(r"[a-z0-9][a-z0-9\-.]*")
+UUID7_PATTERN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+# An error's code kept in the task's reason ahead of its message: "<code>: <message>".
+_CODED = re.compile(r"([a-z_][a-zA-Z0-9_.\-]*): (.*)", re.S)
+
+
+class State(StrEnum):
+    SCHEDULED = "scheduled"
+    AVAILABLE = "available"
+    PENDING = "pending"
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    RETRYABLE = "retryable"
+    CANCELLED = "cancelled"
+    DISCARDED = "discarded"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (State.COMPLETED, State.CANCELLED, State.DISCARDED)
+
+
+_BY_STATUS = {
+    TaskStatus.CREATED: State.PENDING,  # its stage waits for an approval
+    TaskStatus.PENDING: State.AVAILABLE,
+    TaskStatus.IN_PROGRESS: State.ACTIVE,
+    TaskStatus.COMPLETED: State.COMPLETED,
+    TaskStatus.RETRIED: State.RETRYABLE,
+    TaskStatus.ABORTED: State.CANCELLED,
+    TaskStatus.FAILED: State.DISCARDED,
+}
+
+
+def state_of(status: TaskStatus, not_before: datetime | None, now: datetime) -> State:
+    """A task's status as an OJS state: a waiting task not due yet is scheduled."""
+    state = _BY_STATUS[status]
+    if state is State.AVAILABLE and not_before is not None and not_before > now:
+        return State.SCHEDULED
+    return state
+
+
+def attempt_of(state: State, failed: int, started: bool) -> int:
+    """The spec's `attempt` (runs begun) from the attempts a task spent (runs that
+    failed): a running or completed task's run is one more. A cancelled task counts its
+    last run when it had begun one that did not fail (its first)."""
+    if state in (State.ACTIVE, State.COMPLETED):
+        return failed + 1
+    if state is State.CANCELLED and started and failed == 0:
+        return 1
+    return failed
+
+
+def priority_of(value: int) -> Priority:
+    """The spec's -100..100 (higher first) as our five levels."""
+    if value >= 50:
+        return Priority.VERY_HIGH
+    if value >= 10:
+        return Priority.HIGH
+    if value > -10:
+        return Priority.MEDIUM
+    if value > -50:
+        return Priority.LOW
+    return Priority.VERY_LOW
+
+
+def reason_of(code: str | None, message: str) -> str:
+    """A failure's code and message as the task's reason."""
+    return f"{code}: {message}" if code and _CODED.fullmatch(f"{code}: x") else message
+
+
+def error_of(reason: str) -> dict[str, str]:
+    """A task's reason as the spec's error object ({type, code, message})."""
+    coded = _CODED.fullmatch(reason)
+    if coded is None:
+        return {"type": "error", "code": "error", "message": reason}
+    return {"type": coded[1], "code": coded[1], "message": coded[2]}
+
+
+# Our refusals' codes as the spec's; any other 4xx is invalid_request.
+_CODES = {
+    "VALIDATION_ERROR": "invalid_request",
+    "INVALID_JSON": "invalid_payload",
+    "UNAUTHORIZED": "unauthorized",
+    "FORBIDDEN": "forbidden",
+    "NOT_FOUND": "not_found",
+    "METHOD_NOT_ALLOWED": "method_not_allowed",
+    "PAYLOAD_TOO_LARGE": "envelope_too_large",
+    "UNSUPPORTED_MEDIA_TYPE": "invalid_request",
+    "DATABASE_RELATED_ERROR": "backend_error",
+    "UNKNOWN_ERROR": "backend_error",
+}
+
+
+def code_of(code: str, status: int) -> str:
+    """One of our error codes (and the answer's status) as the spec's code; the spec's
+    own codes (lowercase) pass as they are."""
+    if code.islower():
+        return code
+    if code in _CODES:
+        return _CODES[code]
+    if code.endswith("_NOT_FOUND") or status == 404:
+        return "not_found"
+    if status == 409:
+        return "conflict"
+    if status >= 500:
+        return "backend_error"
+    return "invalid_request"

@@ -1,0 +1,345 @@
+"""The Open Job Spec's HTTP binding, level 0 (core), on both backends: the manifest and
+health, PUSH, INFO, CANCEL, FETCH, ACK and NACK as the spec words them (its envelope,
+states, headers and error objects), bad input refused with the spec's error and nothing
+stored, and an OJS job run by the same rules as the same work made over /v1: the same
+rows in the event log. Written from the spec (docs/ojs.md maps each requirement here)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from jobnik_manager.clock import ManualClock
+from jobnik_manager.db.engine import Database
+from jobnik_manager.db.models import Event, Task
+
+from ..support.api import Api, unique
+
+MEDIA = "application/openjobspec+json"
+UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(datetime(2026, 5, 1, 9, 0, tzinfo=UTC))
+
+
+async def call(
+    client: httpx.AsyncClient, method: str, path: str, body: Any = None, expect: int = 200
+) -> Any:
+    answer = await client.request(
+        method,
+        f"/ojs{path}",
+        json=body,
+        headers={"content-type": MEDIA} if body is not None else {},
+    )
+    assert answer.status_code == expect, (method, path, answer.status_code, answer.text)
+    assert answer.headers["content-type"] == MEDIA
+    assert answer.headers["ojs-version"] == "1.0"
+    assert answer.headers["x-request-id"]
+    return answer.json()
+
+
+async def push(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
+    made = await call(client, "POST", "/v1/jobs", {"type": "email.send", "args": [], **body}, 201)
+    job: dict[str, Any] = made["job"]
+    return job
+
+
+def refused(answer: Any, code: str) -> None:
+    """The spec's error object, and nothing of /v1's shape."""
+    assert set(answer) == {"error"}, answer
+    error = answer["error"]
+    assert error["code"] == code, error
+    assert error["message"] and error["retryable"] is False
+    assert isinstance(error["hint"], str) and error["docs_url"].endswith(code)
+    assert error["request_id"].startswith("req_")
+
+
+async def test_the_manifest_declares_level_0_over_http_and_health_is_ok(
+    client: httpx.AsyncClient,
+) -> None:
+    manifest = await call(client, "GET", "/manifest")
+    assert (manifest["specversion"], manifest["conformance_level"]) == ("1.0", 0)
+    assert manifest["protocols"] == ["http"] and manifest["implementation"]["name"] == "jobnik"
+    assert manifest["endpoints"]["health"] == "/ojs/v1/health"
+    health = await call(client, "GET", "/v1/health")
+    assert health["status"] == "ok" and health["backend"]["status"] == "connected"
+
+
+async def test_push_answers_the_envelope_with_its_location(client: httpx.AsyncClient) -> None:
+    answer = await client.post(
+        "/ojs/v1/jobs",
+        json={
+            "type": "email.send",
+            "args": ["a@example.com", {"n": [1, 2.5, None]}],
+            "meta": {"trace_id": "t-1", "tags": ["x"]},
+            "x_custom_field": {"kept": True},
+            "state": "completed",  # the server's to set: ignored
+        },
+        headers={"content-type": MEDIA, "x-request-id": "mine-1"},
+    )
+    assert answer.status_code == 201, answer.text
+    assert answer.headers["x-request-id"] == "mine-1"
+    job = answer.json()["job"]
+    assert answer.headers["location"] == f"/ojs/v1/jobs/{job['id']}"
+    assert UUID7.fullmatch(job["id"])
+    assert (job["type"], job["queue"], job["state"], job["attempt"]) == (
+        "email.send",
+        "default",
+        "available",
+        0,
+    )
+    assert job["args"] == ["a@example.com", {"n": [1, 2.5, None]}]
+    assert job["meta"] == {"trace_id": "t-1", "tags": ["x"]}
+    assert job["x_custom_field"] == {"kept": True} and job["max_attempts"] == 3
+    assert TIME.fullmatch(job["created_at"]) and TIME.fullmatch(job["enqueued_at"])
+    assert not {"started_at", "completed_at", "error", "result"} & set(job)
+    assert await call(client, "GET", f"/v1/jobs/{job['id']}") == {"job": job}
+
+
+async def test_a_client_id_is_kept_and_a_second_push_of_it_is_a_duplicate(
+    client: httpx.AsyncClient, db: Database
+) -> None:
+    mine = "0190b6e4-8f2a-7c3d-9e4f-0123456789ab"
+    assert (await push(client, id=mine))["id"] == mine
+    again = await call(client, "POST", "/v1/jobs", {"type": "a", "args": [], "id": mine}, 409)
+    refused(again, "duplicate")
+    assert await count(db, Task) == 1
+
+
+async def count(db: Database, model: Any) -> int:
+    return int(await db.transaction(lambda s: s.scalar(select(func.count()).select_from(model))))
+
+
+BAD_PUSHES = [
+    ({"args": []}, "no type"),
+    ({"type": "Email.Send", "args": []}, "uppercase type"),
+    ({"type": "email send", "args": []}, "type with a space"),
+    ({"type": "1email", "args": []}, "type starting with a digit"),
+    ({"type": "", "args": []}, "empty type"),
+    ({"type": "a"}, "no args"),
+    ({"type": "a", "args": {"k": 1}}, "args an object"),
+    ({"type": "a", "args": "x"}, "args a string"),
+    ({"type": "a", "args": None}, "args null"),
+    ({"type": "a", "args": [], "options": {"queue": "Default"}}, "uppercase queue"),
+    ({"type": "a", "args": [], "options": {"queue": "-q"}}, "queue starting with a hyphen"),
+    ({"type": "a", "args": [], "options": {"priority": 101}}, "priority over 100"),
+    ({"type": "a", "args": [], "options": {"priority": 1.5}}, "priority not an integer"),
+    ({"type": "a", "args": [], "id": str(uuid.uuid4())}, "a version 4 id"),
+    ({"type": "a", "args": [], "id": "0190B6E4-8F2A-7C3D-9E4F-0123456789AB"}, "uppercase id"),
+    ({"type": "a", "args": [], "meta": []}, "meta an array"),
+    ({"type": "a", "args": [], "options": {"delay_until": "tomorrow"}}, "a time that is not"),
+    ({"type": "a", "args": [], "options": {"delay_until": "2099-01-01T00:00:00"}}, "no zone"),
+]
+
+
+@pytest.mark.parametrize(("body", "why"), BAD_PUSHES, ids=[why for _, why in BAD_PUSHES])
+async def test_a_bad_push_is_refused_with_the_specs_error_and_stores_nothing(
+    client: httpx.AsyncClient, db: Database, body: dict[str, Any], why: str
+) -> None:
+    refused(await call(client, "POST", "/v1/jobs", body, 400), "invalid_request")
+    assert await count(db, Task) == 0
+
+
+async def test_a_body_that_is_no_json_object_is_an_invalid_payload(
+    client: httpx.AsyncClient, db: Database
+) -> None:
+    for raw in (b"", b"{not json", b"[1, 2]"):
+        answer = await client.post("/ojs/v1/jobs", content=raw, headers={"content-type": MEDIA})
+        assert answer.status_code == 400, answer.text
+        assert answer.headers["content-type"] == MEDIA
+        refused(answer.json(), "invalid_payload")
+    bad_policy = {"type": "a", "args": [], "options": {"retry": {"max_attempts": -1}}}
+    answer = await call(client, "POST", "/v1/jobs", bad_policy, 422)
+    assert answer["error"]["type"] == "validation_error"
+    assert "max_attempts" in answer["error"]["message"]
+    assert await count(db, Task) == 0
+
+
+async def test_unknown_jobs_and_paths_answer_in_the_specs_shape_and_v1_keeps_its_own(
+    client: httpx.AsyncClient,
+) -> None:
+    for path in (f"/v1/jobs/{uuid.uuid4()}", "/v1/jobs/not-an-id", "/v1/nothing-here"):
+        refused(await call(client, "GET", path, expect=404), "not_found")
+    refused(await call(client, "DELETE", f"/v1/jobs/{uuid.uuid4()}", expect=404), "not_found")
+    v1 = await client.get(f"/v1/jobs/{uuid.uuid4()}")
+    assert v1.status_code == 404 and set(v1.json()) == {"message", "code"}
+    assert "ojs-version" not in v1.headers
+
+
+async def test_a_job_is_fetched_acked_and_read_back_completed(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    queue = unique("q").lower()
+    job = await push(client, meta={"k": "v"}, options={"queue": queue})
+    assert await call(client, "POST", "/v1/workers/fetch", {"queues": ["other-queue"]}) == {
+        "jobs": []
+    }
+    fetched = await call(
+        client, "POST", "/v1/workers/fetch", {"queues": [queue], "worker_id": "w-1"}
+    )
+    [active] = fetched["jobs"]
+    assert (active["id"], active["state"], active["attempt"]) == (job["id"], "active", 1)
+    assert TIME.fullmatch(active["started_at"]) and active["meta"] == {"k": "v"}
+    assert (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]["state"] == "active"
+
+    clock.advance(2)
+    acked = await call(
+        client, "POST", "/v1/workers/ack", {"job_id": job["id"], "result": {"sent": 1}}
+    )
+    assert acked["acknowledged"] is True and (acked["id"], acked["state"]) == (
+        job["id"],
+        "completed",
+    )
+    done = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
+    assert (done["state"], done["attempt"], done["result"]) == ("completed", 1, {"sent": 1})
+    assert done["completed_at"] > done["started_at"] and "error" not in done
+    # Finished: acking, nacking or cancelling it again is a conflict, and changes nothing.
+    again = await call(client, "POST", "/v1/workers/ack", {"job_id": job["id"]}, 409)
+    refused(again, "conflict")
+    nack = {"job_id": job["id"], "error": {"message": "late"}}
+    refused(await call(client, "POST", "/v1/workers/nack", nack, 409), "conflict")
+    refused(await call(client, "DELETE", f"/v1/jobs/{job['id']}", expect=409), "conflict")
+    assert (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"] == done
+
+
+async def test_a_nack_retries_while_attempts_last_then_discards(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    queue = unique("q").lower()
+    job = await push(client, options={"queue": queue, "retry": {"max_attempts": 2}})
+    error = {"code": "smtp_down", "message": "the mail server is away", "retryable": True}
+    for attempt, state in ((1, "retryable"), (2, "discarded")):
+        [active] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
+        assert active["attempt"] == attempt
+        said = await call(client, "POST", "/v1/workers/nack", {"job_id": job["id"], "error": error})
+        assert (said["id"], said["state"], said["attempt"], said["max_attempts"]) == (
+            job["id"],
+            state,
+            attempt,
+            2,
+        )
+        read = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
+        assert read["state"] == state
+        assert read["error"] == {
+            "type": "smtp_down",
+            "code": "smtp_down",
+            "message": "the mail server is away",
+        }
+        if state == "retryable":
+            assert "completed_at" not in read and TIME.fullmatch(said["next_attempt_at"])
+            clock.advance(timedelta(milliseconds=said["retry_delay_ms"] + 1))
+    assert TIME.fullmatch(said["discarded_at"]) and said["completed_at"] == said["discarded_at"]
+
+
+async def test_a_non_retryable_error_discards_at_once(client: httpx.AsyncClient) -> None:
+    queue = unique("q").lower()
+    job = await push(client, options={"queue": queue})
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+    error = {"code": "bad_address", "message": "no such mailbox", "retryable": False}
+    said = await call(client, "POST", "/v1/workers/nack", {"job_id": job["id"], "error": error})
+    assert (said["state"], said["attempt"]) == ("discarded", 1)
+
+
+async def test_cancel_an_available_and_an_active_job(client: httpx.AsyncClient) -> None:
+    queue = unique("q").lower()
+    waiting = await push(client, options={"queue": queue})
+    cancelled = (await call(client, "DELETE", f"/v1/jobs/{waiting['id']}"))["job"]
+    assert (cancelled["state"], cancelled["previous_state"]) == ("cancelled", "available")
+    assert TIME.fullmatch(cancelled["cancelled_at"]) and "completed_at" not in cancelled
+    running = await push(client, options={"queue": queue})
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+    stopped = (await call(client, "DELETE", f"/v1/jobs/{running['id']}"))["job"]
+    assert (stopped["state"], stopped["attempt"]) == ("cancelled", 1) and stopped["started_at"]
+    ack = await call(client, "POST", "/v1/workers/ack", {"job_id": running["id"]}, 409)
+    refused(ack, "conflict")
+
+
+async def test_fetch_takes_queues_in_order_then_priority_then_age(
+    client: httpx.AsyncClient,
+) -> None:
+    high, low = unique("high").lower(), unique("low").lower()
+    in_low = await push(client, options={"queue": low})
+    first = await push(client, options={"queue": high})
+    second = await push(client, options={"queue": high})
+    urgent = await push(client, options={"queue": high, "priority": 60})
+    fetched = await call(client, "POST", "/v1/workers/fetch", {"queues": [high, low], "count": 4})
+    order = [j["id"] for j in fetched["jobs"]]
+    assert order == [urgent["id"], first["id"], second["id"], in_low["id"]]
+
+
+async def test_a_delayed_job_is_scheduled_until_its_time(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    queue = unique("q").lower()
+    at = (clock.now() + timedelta(minutes=5)).isoformat()
+    job = await push(client, options={"queue": queue, "delay_until": at})
+    assert job["state"] == "scheduled" and TIME.fullmatch(job["scheduled_at"])
+    assert (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"] == []
+    clock.advance(timedelta(minutes=5, seconds=1))
+    read = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
+    assert read["state"] == "available"
+    [fetched] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
+    assert fetched["id"] == job["id"]
+
+
+async def test_an_ojs_job_and_the_same_work_over_v1_leave_the_same_event_log(
+    client: httpx.AsyncClient, api: Api, db: Database, clock: ManualClock
+) -> None:
+    """Pushed, fetched, failed (retried), fetched again and completed: over OJS, and as a
+    v1 job of one stage of one task (3 attempts, as OJS's default) run by its worker."""
+    queue = unique("same").lower()
+    job = await push(client, options={"queue": queue})
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+    nack = {"job_id": job["id"], "error": {"message": "flaky"}}
+    delay = (await call(client, "POST", "/v1/workers/nack", nack))["retry_delay_ms"]
+    clock.advance(timedelta(milliseconds=delay + 1))
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+    await call(client, "POST", "/v1/workers/ack", {"job_id": job["id"]})
+
+    other = unique("same").lower()
+    made = await api.call(
+        "POST",
+        "/v1/jobs",
+        201,
+        json={
+            "name": "email.send",
+            "data": {},
+            "stages": [{"type": other, "data": {}, "tasks": [{"data": {}, "maxAttempts": 3}]}],
+        },
+    )
+    task = await api.dequeue(other)
+    assert task is not None
+    failed = await api.call(
+        "PUT", f"/v1/tasks/{task['id']}/status", json={"status": "FAILED", "reason": "flaky"}
+    )
+    assert failed["status"] == "RETRIED"
+    clock.advance(timedelta(milliseconds=delay + 1))
+    assert await api.dequeue(other) is not None
+    await api.report(task["id"], "COMPLETED")
+
+    async def moves(job_id: str) -> list[tuple[Any, ...]]:
+        rows = await db.transaction(
+            lambda s: s.execute(
+                select(Event.entity, Event.from_status, Event.to_status, Event.attempt)
+                .where(Event.job_id == uuid.UUID(job_id))
+                .order_by(Event.seq)
+            )
+        )
+        return [tuple(r) for r in rows]
+
+    task_of_ojs = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
+    stage_of_ojs = (await api.task(task_of_ojs["id"]))["stageId"]
+    v1_job = (await api.stage(stage_of_ojs))["jobId"]
+    ojs_moves, v1_moves = await moves(v1_job), await moves(made["id"])
+    assert ojs_moves == v1_moves
+    assert ("TASK", "IN_PROGRESS", "RETRIED", 1) in ojs_moves
+    assert ojs_moves[-1] == ("JOB", "IN_PROGRESS", "COMPLETED", None)
