@@ -343,3 +343,82 @@ async def test_an_ojs_job_and_the_same_work_over_v1_leave_the_same_event_log(
     assert ojs_moves == v1_moves
     assert ("TASK", "IN_PROGRESS", "RETRIED", 1) in ojs_moves
     assert ojs_moves[-1] == ("JOB", "IN_PROGRESS", "COMPLETED", None)
+
+
+async def test_a_heartbeat_keeps_a_job_past_its_visibility_timeout(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    queue = unique("q").lower()
+    job = await push(client, options={"queue": queue})
+    fetch = {"queues": [queue], "worker_id": "w-1", "visibility_timeout_ms": 3000}
+    await call(client, "POST", "/v1/workers/fetch", fetch)
+    for _ in range(3):  # 6 s in all: twice the visibility timeout
+        clock.advance(2)
+        beat = {"worker_id": "w-1", "active_jobs": [job["id"], str(uuid.uuid4())]}
+        said = await call(client, "POST", "/v1/workers/heartbeat", beat)
+        assert (said["state"], said["jobs_extended"]) == ("running", [job["id"]])
+        assert TIME.fullmatch(said["server_time"])
+    # Another worker's beat extends nothing of this one's.
+    other = await call(
+        client, "POST", "/v1/workers/heartbeat", {"worker_id": "w-2", "active_jobs": [job["id"]]}
+    )
+    assert other["jobs_extended"] == []
+    assert (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]["state"] == "active"
+    refused(await call(client, "POST", "/v1/workers/heartbeat", {}, 400), "invalid_request")
+
+
+async def test_a_discarded_job_is_a_dead_letter_retried_or_deleted(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    queue = unique("dlq").lower()
+    jobs = [
+        await push(client, options={"queue": queue, "retry": {"max_attempts": 1}}) for _ in "ab"
+    ]
+    for job, message in zip(jobs, ("first", "second"), strict=True):
+        await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+        nack = {"job_id": job["id"], "error": {"code": "boom", "message": message}}
+        assert (await call(client, "POST", "/v1/workers/nack", nack))["state"] == "discarded"
+        clock.advance(1)
+    listed = await call(client, "GET", f"/v1/dead-letter?queue={queue}")
+    assert [j["id"] for j in listed["jobs"]] == [jobs[1]["id"], jobs[0]["id"]]
+    assert listed["pagination"] == {"total": 2, "has_more": False}
+    [entry] = listed["jobs"][1]["errors"]
+    assert (entry["code"], entry["message"], entry["attempt"]) == ("boom", "first", 1)
+    assert TIME.fullmatch(entry["occurred_at"])
+    read = (await call(client, "GET", f"/v1/jobs/{jobs[0]['id']}"))["job"]
+    assert read["errors"] == [entry] and read["state"] == "discarded"
+
+    retried = (await call(client, "POST", f"/v1/dead-letter/{jobs[0]['id']}/retry", {}))["job"]
+    assert (retried["state"], retried["attempt"]) == ("available", 0)
+    [again] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
+    assert (again["id"], again["attempt"]) == (jobs[0]["id"], 1)
+    deleted = await call(client, "DELETE", f"/v1/dead-letter/{jobs[1]['id']}")
+    assert deleted == {"deleted": True, "job_id": jobs[1]["id"]}
+    assert (await call(client, "GET", f"/v1/dead-letter?queue={queue}"))["jobs"] == []
+    gone = await call(client, "DELETE", f"/v1/dead-letter/{jobs[1]['id']}", expect=404)
+    refused(gone, "not_found")
+
+
+async def test_the_queues_are_listed_and_a_purge_empties_one_alone(
+    client: httpx.AsyncClient, api: Api, db: Database
+) -> None:
+    purged, kept = unique("purged").lower(), unique("kept").lower()
+    for queue in (purged, purged, kept):
+        await push(client, options={"queue": queue})
+    running = await push(client, options={"queue": purged})
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [purged]})
+    names = {q["name"]: q["status"] for q in (await call(client, "GET", "/v1/queues"))["queues"]}
+    assert names[purged] == names[kept] == "active"
+    # A v1 job with a stage of the type and one of another is not the queue's to purge.
+    mixed = await api.create_job()
+    await api.create_stage(mixed["id"], purged)
+    await api.create_stage(mixed["id"], kept)
+    unconfirmed = await call(client, "DELETE", f"/v1/admin/queues/{purged}/jobs", {}, 400)
+    refused(unconfirmed, "invalid_request")
+    said = await call(client, "DELETE", f"/v1/admin/queues/{purged}/jobs", {"confirm": True})
+    assert said["purged_count"] == 3
+    refused(await call(client, "GET", f"/v1/jobs/{running['id']}", expect=404), "not_found")
+    assert (await call(client, "POST", "/v1/workers/fetch", {"queues": [purged]}))["jobs"] == []
+    assert (await api.job(mixed["id"]))["id"] == mixed["id"]
+    [left] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [kept]}))["jobs"]
+    assert left["queue"] == kept

@@ -26,6 +26,7 @@ from .api.routes import (
     health,
     jobs,
     ojs,
+    ojs_queues,
     outputs,
     schedules,
     stage_types,
@@ -107,7 +108,7 @@ def create_app(
     install_error_handlers(app)
     install_openapi(app)
     # What a 405's Allow and the documented-method check read (api/errors.py).
-    routers = [m.router for m in (health, *_API, ojs)]
+    routers = [m.router for m in (health, *_API, ojs, ojs_queues)]
     app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
     app.include_router(ui.router)  # the dashboard at /ui
@@ -119,7 +120,8 @@ def create_app(
         )
     # The Open Job Spec's binding: its bodies and queries are read by its own routes,
     # which word their refusals as the spec does.
-    app.include_router(ojs.router, dependencies=[Depends(documented_method)])
+    for module in (ojs, ojs_queues):
+        app.include_router(module.router, dependencies=[Depends(documented_method)])
     # The workers' per-task calls skip FastAPI's dependency solving and validation.
     install_fast_lane(app)
     # The request edge (added last: outermost) reads and parses a body once, and the

@@ -61,6 +61,7 @@ _OPEN_PREFIXES = ("/static-offline-docs/", "/ui/assets/")
 _STATUS = "/v1/tasks/{taskId}/status"
 # Routes whose body names what the rule needs: stage types, task ids, a cancel.
 _OJS_REPORTS = ("/ojs/v1/workers/ack", "/ojs/v1/workers/nack")
+_OJS_BEATS = "/ojs/v1/workers/heartbeat"
 _BODY_ROUTES = {
     "/v1/tasks/claim",
     "/v1/tasks/heartbeats",
@@ -68,6 +69,7 @@ _BODY_ROUTES = {
     _STATUS,
     "/ojs/v1/workers/fetch",
     *_OJS_REPORTS,
+    _OJS_BEATS,
 }
 
 # (method, route template) -> what the request does.
@@ -130,6 +132,12 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", "/ojs/v1/workers/fetch"): Action.WORK,
     ("POST", "/ojs/v1/workers/ack"): Action.WORK,
     ("POST", "/ojs/v1/workers/nack"): Action.WORK,
+    ("POST", "/ojs/v1/workers/heartbeat"): Action.WORK,
+    ("GET", "/ojs/v1/queues"): Action.LIST,
+    ("DELETE", "/ojs/v1/admin/queues/{stageType}/jobs"): Action.QUEUES,
+    ("GET", "/ojs/v1/dead-letter"): Action.LIST,
+    ("POST", "/ojs/v1/dead-letter/{taskId}/retry"): Action.RETRY,
+    ("DELETE", "/ojs/v1/dead-letter/{taskId}"): Action.RETRY,
     ("GET", "/v1/tokens"): Action.ADMIN,
     ("POST", "/v1/tokens"): Action.ADMIN,
     ("DELETE", "/v1/tokens/{name}"): Action.ADMIN,
@@ -300,6 +308,8 @@ async def _facts(s: AsyncSession, route: str, params: dict[str, str], body: Any)
         return Facts(True, None, frozenset(q for q in queues if isinstance(q, str)))
     if route in _OJS_REPORTS:
         return await ownership.of_tasks(s, _ids([_field(body, "job_id")]))
+    if route == _OJS_BEATS:
+        return await ownership.of_tasks(s, _ids(_listed(_field(body, "active_jobs"))))
     if route in ("/v1/tasks/heartbeats", "/v1/tasks/reports"):
         items = _listed(_field(body, route.rpartition("/")[2]))
         return await ownership.of_tasks(

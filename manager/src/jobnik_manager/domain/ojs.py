@@ -51,11 +51,28 @@ _BY_STATUS = {
 
 
 def state_of(status: TaskStatus, not_before: datetime | None, now: datetime) -> State:
-    """A task's status as an OJS state: a waiting task not due yet is scheduled."""
+    """A task's status as an OJS state: a waiting task not due yet is scheduled; a retry
+    whose delay is over (or that had none) is available again."""
     state = _BY_STATUS[status]
-    if state is State.AVAILABLE and not_before is not None and not_before > now:
+    due = not_before is None or not_before <= now
+    if state is State.AVAILABLE and not due:
         return State.SCHEDULED
+    if state is State.RETRYABLE and due:
+        return State.AVAILABLE
     return state
+
+
+# The task statuses each state reads from (the inverse of `state_of`, delays aside).
+STATUSES = {
+    State.SCHEDULED: (TaskStatus.PENDING,),
+    State.AVAILABLE: (TaskStatus.PENDING, TaskStatus.RETRIED),
+    State.PENDING: (TaskStatus.CREATED,),
+    State.ACTIVE: (TaskStatus.IN_PROGRESS,),
+    State.COMPLETED: (TaskStatus.COMPLETED,),
+    State.RETRYABLE: (TaskStatus.RETRIED,),
+    State.CANCELLED: (TaskStatus.ABORTED,),
+    State.DISCARDED: (TaskStatus.FAILED,),
+}
 
 
 def attempt_of(state: State, failed: int, started: bool) -> int:

@@ -104,7 +104,7 @@ async def list_dead_letters(
             q.order_by(Task.end_time.desc(), Task.id).offset(page.offset).limit(page.page_size)
         )
     ).all()
-    errors = await _errors(s, [(task.job_id, task.id) for task, _, _ in rows])
+    errors = await failures_of(s, [(task.job_id, task.id) for task, _, _ in rows])
     letters = [
         DeadLetter(task=task, job_name=name, job_status=status, errors=errors.get(task.id, []))
         for task, name, status in rows
@@ -112,7 +112,7 @@ async def list_dead_letters(
     return total or 0, letters
 
 
-async def _errors(
+async def failures_of(
     s: AsyncSession, tasks: list[tuple[uuid.UUID, uuid.UUID]]
 ) -> dict[uuid.UUID, list[Failure]]:
     """The failed attempts of these (job, task) pairs: read by job, the events' index."""

@@ -1,0 +1,115 @@
+"""/ojs/v1 beyond a job's own calls: the queues (our stage types) and an operator's purge
+of one, and the dead letters (tasks FAILED for good) with their retry and delete, as the
+Open Job Spec's binding words them; each on the service v1's own calls use."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+
+from ...domain import ojs
+from ...domain.ojs import State
+from ...observe.state import read_state
+from ...services.dead_letters import (
+    DeadLetterFilter,
+    Selection,
+    discard_dead_letters,
+    list_dead_letters,
+    retry_dead_letters,
+)
+from ...services.pages import PageRequest
+from ...services.purge import purge_stage_type
+from ..auth import listing_owner
+from ..deps import DatabaseDep
+from ..ojs_wire import (
+    BASE,
+    OjsError,
+    answer,
+    envelope,
+    error_entry,
+    invalid,
+    read_body,
+    task_of,
+)
+from ..transaction import in_transaction
+
+router = APIRouter(tags=["open job spec"])
+
+Limit = Annotated[int, Query(ge=1, le=100)]
+Offset = Annotated[int, Query(ge=0, le=1_000_000)]
+
+
+@router.get(f"{BASE}/queues")
+async def queues(db: DatabaseDep) -> Response:
+    """The queues with work waiting or running, or paused, by name."""
+    state = await read_state(db)
+    names = sorted(set(state.ready) | set(state.in_flight) | state.paused)
+    listed = [{"name": n, "status": "paused" if n in state.paused else "active"} for n in names]
+    pagination = {"total": len(listed), "has_more": False}
+    return answer({"queues": listed, "pagination": pagination}, 200)
+
+
+@router.delete(BASE + "/admin/queues/{stageType}/jobs")
+async def purge(request: Request, db: DatabaseDep, stageType: str) -> Response:
+    """Delete the queue's jobs (those of its type alone) in the states named (all by
+    default), running ones aborted first; `confirm: true` is required."""
+    body = await read_body(request)
+    if body.get("confirm") is not True:
+        raise invalid("confirm: true is required to purge a queue")
+    named = body.get("states", [s.value for s in State])
+    if not isinstance(named, list) or not all(n in State._value2member_map_ for n in named):
+        raise invalid(f"states: a list of {', '.join(s.value for s in State)}")
+    statuses = {status for n in named for status in ojs.STATUSES[State(n)]}
+    purged = await purge_stage_type(db, stageType, statuses)
+    return answer({"purged_count": purged, "queue": stageType, "states": named}, 200)
+
+
+@router.get(f"{BASE}/dead-letter")
+async def dead_letters(
+    db: DatabaseDep, queue: str | None = None, limit: Limit = 50, offset: Offset = 0
+) -> Response:
+    """The jobs discarded for good, the latest first, each with its errors."""
+    if queue is not None and not ojs.QUEUE_PATTERN.fullmatch(queue):
+        raise invalid("queue: a queue name")
+    found = DeadLetterFilter(owner=listing_owner(), stage_type=queue)
+    page = PageRequest(offset // limit + 1, limit) if offset % limit == 0 else None
+    if page is None:
+        raise invalid("offset: a multiple of limit")
+    total, letters = await in_transaction(db, list_dead_letters, found, page)
+    now = db.clock.now()
+    jobs: list[dict[str, Any]] = []
+    for letter in letters:
+        job = envelope(_columns(letter.task), now)
+        job["errors"] = [error_entry(f) for f in letter.errors]
+        jobs.append(job)
+    pagination = {"total": total, "has_more": offset + len(jobs) < total}
+    return answer({"jobs": jobs, "pagination": pagination}, 200)
+
+
+def _columns(task: Any) -> dict[str, Any]:
+    return {c.key: getattr(task, c.key) for c in task.__table__.columns}
+
+
+@router.post(BASE + "/dead-letter/{taskId}/retry")
+async def retry_dead_letter(db: DatabaseDep, taskId: str) -> Response:
+    """Run a discarded job again from its first attempt (the job is replayed)."""
+    task = await task_of(db, taskId)
+    task_id = uuid.UUID(str(task["id"]))
+    done = await retry_dead_letters(db, Selection(task_ids=[task_id]), listing_owner())
+    if not done.tasks:
+        raise OjsError(404, "not_found", f"Job '{taskId}' is not a dead letter.")
+    job = envelope(await task_of(db, taskId), db.clock.now())
+    return answer({"job": job}, 200)
+
+
+@router.delete(BASE + "/dead-letter/{taskId}")
+async def delete_dead_letter(db: DatabaseDep, taskId: str) -> Response:
+    """Take a discarded job off the dead letters (it stays discarded)."""
+    task = await task_of(db, taskId)
+    selection = Selection(task_ids=[uuid.UUID(str(task["id"]))])
+    taken, _ = await in_transaction(db, discard_dead_letters, selection, listing_owner())
+    if not taken:
+        raise OjsError(404, "not_found", f"Job '{taskId}' is not a dead letter.")
+    return answer({"deleted": True, "job_id": taskId}, 200)
