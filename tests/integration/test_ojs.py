@@ -422,3 +422,27 @@ async def test_the_queues_are_listed_and_a_purge_empties_one_alone(
     assert (await api.job(mixed["id"]))["id"] == mixed["id"]
     [left] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [kept]}))["jobs"]
     assert left["queue"] == kept
+
+
+async def test_a_batch_push_makes_every_job_or_none(
+    client: httpx.AsyncClient, db: Database
+) -> None:
+    queue = unique("bulk").lower()
+    jobs = [{"type": "tile.render", "args": [i], "options": {"queue": queue}} for i in range(50)]
+    made = await call(client, "POST", "/v1/jobs/batch", {"jobs": jobs}, 201)
+    assert made["count"] == 50 and [j["args"] for j in made["jobs"]] == [[i] for i in range(50)]
+    assert len({j["id"] for j in made["jobs"]}) == 50
+    fetched = await call(client, "POST", "/v1/workers/fetch", {"queues": [queue], "count": 100})
+    assert [j["args"] for j in fetched["jobs"]] == [[i] for i in range(50)]  # in push order
+    # One bad job refuses them all, naming it; an id twice is a duplicate.
+    bad = [*jobs[:3], {"type": "Bad", "args": []}]
+    answer = await call(client, "POST", "/v1/jobs/batch", {"jobs": bad}, 400)
+    refused(answer, "invalid_request")
+    assert answer["error"]["message"].startswith("jobs[3]: type")
+    twice = {"type": "a", "args": [], "id": "0190b6e4-8f2a-7c3d-9e4f-0123456789ab"}
+    refused(
+        await call(client, "POST", "/v1/jobs/batch", {"jobs": [twice, twice]}, 409), "duplicate"
+    )
+    for body in ({"jobs": []}, {"jobs": [{}] * 1001}, {"jobs": "x"}, {}):
+        refused(await call(client, "POST", "/v1/jobs/batch", body, 400), "invalid_request")
+    assert await count(db, Task) == 50

@@ -127,6 +127,7 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", "/v1/schedules/{name}/run"): Action.CONTROL,
     # The Open Job Spec's binding: a job is a task in a job of its own.
     ("POST", "/ojs/v1/jobs"): Action.CREATE,
+    ("POST", "/ojs/v1/jobs/batch"): Action.CREATE,
     ("GET", "/ojs/v1/jobs/{taskId}"): Action.READ,
     ("DELETE", "/ojs/v1/jobs/{taskId}"): Action.CONTROL,
     ("POST", "/ojs/v1/workers/fetch"): Action.WORK,

@@ -16,12 +16,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from uuid6 import uuid7
 
 from ... import __version__
-from ...db.reads import task_columns
+from ...db.engine import Database
+from ...db.models import TASKS
 from ...domain import ojs
 from ...domain.errors import DomainError
 from ...domain.ojs import State
@@ -51,6 +53,8 @@ from ..ojs_wire import (
 )
 from ..presenters import json_response
 from ..transaction import in_transaction
+
+BATCH_PUSH = 1000
 
 router = APIRouter(tags=["open job spec"])
 
@@ -110,14 +114,11 @@ async def health(db: DatabaseDep) -> Response:
     return json_response({"status": "ok", "version": ojs.SPEC_VERSION, "backend": backend}, 200)
 
 
-@router.post(f"{BASE}/jobs", status_code=201)
-async def push(request: Request, db: DatabaseDep) -> Response:
-    """PUSH: enqueue one job (a job of one stage, its queue, of one task)."""
-    body = await read_body(request)
-    now = db.clock.now()
+def _new_job(body: dict[str, Any], now: datetime) -> NewJob:
+    """A PUSH body's job: one stage, its queue, of one task, its id the OJS job's."""
     kind, queue, priority, task = new_task(body, now)
     task = NewTask(**{**fields_of(task), "id": task.id or uuid.UUID(str(uuid7()))})
-    new = NewJob(
+    return NewJob(
         name=kind[:50],
         data={},
         priority=ojs.priority_of(priority),
@@ -125,17 +126,50 @@ async def push(request: Request, db: DatabaseDep) -> Response:
         stages=[NewStage(type=queue, data={}, tasks=[task])],
     )
 
-    async def work(s: AsyncSession) -> None:
-        await jobs.create_job(s, new)
+
+async def _create(db: Database, new: list[NewJob]) -> list[Mapping[str, Any]]:
+    """The jobs made in one transaction (all or none); their tasks, in order."""
+    ids = [job.stages[0].tasks[0].id for job in new]
+
+    async def work(s: AsyncSession) -> list[Mapping[str, Any]]:
+        for job in new:
+            await jobs.create_job(s, job)
+        made = (await s.execute(select(TASKS).where(TASKS.c.id.in_(ids)))).mappings()
+        by_id = {row["id"]: row for row in made}
+        return [dict(by_id[task_id]) for task_id in ids]
 
     try:
-        await in_transaction(db, work)
-    except IntegrityError as exc:  # the id is another job's
-        raise OjsError(409, "duplicate", f"A job with id '{task.id}' exists already.") from exc
-    made = await task_columns(db, task.id) if task.id else None
-    assert made is not None
-    location = {"Location": f"{BASE}/jobs/{task.id}"}
+        return await in_transaction(db, work)
+    except IntegrityError as exc:  # an id is another job's (or twice in the batch)
+        raise OjsError(409, "duplicate", "A job with one of these ids exists already.") from exc
+
+
+@router.post(f"{BASE}/jobs", status_code=201)
+async def push(request: Request, db: DatabaseDep) -> Response:
+    """PUSH: enqueue one job (a job of one stage, its queue, of one task)."""
+    now = db.clock.now()
+    [made] = await _create(db, [_new_job(await read_body(request), now)])
+    location = {"Location": f"{BASE}/jobs/{made['id']}"}
     return answer({"job": envelope(made, now)}, 201, location)
+
+
+@router.post(f"{BASE}/jobs/batch", status_code=201)
+async def push_many(request: Request, db: DatabaseDep) -> Response:
+    """PUSH of up to 1,000 jobs at once: all made, or none (the first bad one named)."""
+    body = await read_body(request)
+    listed = body.get("jobs")
+    if not isinstance(listed, list) or not 1 <= len(listed) <= BATCH_PUSH:
+        raise invalid(f"jobs: required, a list of 1 to {BATCH_PUSH:,} jobs")
+    now, new = db.clock.now(), []
+    for index, item in enumerate(listed):
+        if not isinstance(item, dict):
+            raise invalid(f"jobs[{index}]: a JSON object")
+        try:
+            new.append(_new_job(item, now))
+        except OjsError as refused:
+            raise OjsError(refused.http_status, refused.code, f"jobs[{index}]: {refused}") from None
+    made = await _create(db, new)
+    return answer({"jobs": [envelope(task, now) for task in made], "count": len(made)}, 201)
 
 
 @router.get(BASE + "/jobs/{taskId}")
