@@ -15,7 +15,11 @@ on the one given with --url (dropped and recreated first!, and left for inspecti
     CPU per request as the manager and competed with it for the machine;
   * v1read: the same loops as a reference v1 worker runs them, reading the task's
     stage and its job before each task (dequeue, GET stage, GET job, PUT);
-  * batch: 4 loops of `claim(limit=100)` + `report_many`, by hand with the SDK client.
+  * batch: 4 loops of `claim(limit=100)` + `report_many`, by hand with the SDK client;
+  * ojspush: the same number of Open Job Spec jobs pushed to /ojs/v1/jobs/batch, 1,000 a
+    call (each a job of its own: one stage of one task);
+  * ojs: those jobs drained by 4 loops of an OJS worker's FETCH (`count` 100) and an ACK
+    of each job fetched (the spec has no batch ACK), over 16 connections.
 
 With --analyze, each drained job's tasks are ANALYZEd once created (PostgreSQL); without
 it the drain runs on a stage the planner has no statistics for yet.
@@ -89,7 +93,7 @@ SERVER = "postgresql+asyncpg://postgres@127.0.0.1:5432"
 DEFAULT_URL = f"{SERVER}/jobnik_drain_{os.getpid()}"
 # Where the ceiling is measured when the drains run on SQLite.
 CEILING_URL_FOR_SQLITE = f"{SERVER}/jobnik_drain_ceiling_{os.getpid()}"
-MODES = ("create", "sdkcreate", "sdk", "v1", "v1read", "batch")
+MODES = ("create", "sdkcreate", "sdk", "v1", "v1read", "batch", "ojspush", "ojs")
 CHILD = "--drain-child"  # hidden sub-command: one drain in a process of its own
 SELF = Path(__file__).resolve()
 REPO = SELF.parents[1]
@@ -469,6 +473,31 @@ async def sdk_create_job(base: str, stage_type: str, n: int) -> tuple[uuid.UUID,
     return uuid.UUID(str(job.id)), elapsed
 
 
+OJS_MEDIA = {"Content-Type": "application/openjobspec+json"}
+OJS_BATCH = 1000  # jobs a batch PUSH carries at most
+
+
+async def ojs_push(base: str, queue: str, n: int) -> float:
+    """`n` no-op OJS jobs on `queue`, pushed in batches of 1,000; how long it took."""
+    job = {"type": "bench.noop", "args": [], "options": {"queue": queue}}
+    async with httpx.AsyncClient(base_url=base, timeout=900) as http:
+        started = time.perf_counter()
+        for first in range(0, n, OJS_BATCH):
+            body = json.dumps({"jobs": [job] * min(OJS_BATCH, n - first)}).encode()
+            made = await http.post("/ojs/v1/jobs/batch", content=body, headers=OJS_MEDIA)
+            if made.status_code != 201:
+                raise BenchFailure(f"OJS batch push: {made.status_code} {made.text[:300]}")
+        return time.perf_counter() - started
+
+
+async def purge_queue(base: str, queue: str) -> None:
+    async with httpx.AsyncClient(base_url=base, timeout=900) as http:
+        gone = await http.request(
+            "DELETE", f"/ojs/v1/admin/queues/{queue}/jobs", json={"confirm": True}
+        )
+        gone.raise_for_status()
+
+
 async def abort_job(base: str, job_id: uuid.UUID, *, unless_final: bool = False) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=900) as http:
         r = await http.put(f"/v1/jobs/{job_id}/status", json={"status": "ABORTED"})
@@ -581,7 +610,38 @@ async def drain_batch(spec: dict[str, Any]) -> int:
     return done
 
 
+async def drain_ojs(spec: dict[str, Any]) -> int:
+    """OJS workers: `loops` loops of FETCH (`batch_size` jobs) and an ACK of each, the
+    ACKs of a batch sent at once over a pool of 16 connections."""
+    done = 0
+    fetch = json.dumps(
+        {"queues": [spec["stage_type"]], "count": spec["batch_size"], "worker_id": "bench"}
+    ).encode()
+    limits = httpx.Limits(max_connections=16, max_keepalive_connections=16)
+    async with httpx.AsyncClient(base_url=spec["base"], timeout=300, limits=limits) as http:
+
+        async def ack(job_id: str) -> None:
+            body = b'{"job_id":"' + job_id.encode() + b'"}'
+            said = await http.post("/ojs/v1/workers/ack", content=body, headers=OJS_MEDIA)
+            if said.status_code != 200:
+                raise RuntimeError(f"ACK refused: {said.status_code} {said.text[:200]}")
+
+        async def loop() -> None:
+            nonlocal done
+            while True:
+                got = await http.post("/ojs/v1/workers/fetch", content=fetch, headers=OJS_MEDIA)
+                jobs = got.json()["jobs"]
+                if not jobs:
+                    return
+                await asyncio.gather(*(ack(job["id"]) for job in jobs))
+                done += len(jobs)
+
+        await asyncio.gather(*(loop() for _ in range(spec["loops"])))
+    return done
+
+
 DRAINS: dict[str, Callable[[dict[str, Any]], Awaitable[int]]] = {
+    "ojs": drain_ojs,
     "sdk": drain_sdk,
     "v1": drain_v1,
     "v1read": lambda spec: drain_v1(spec, read_context=True),
@@ -718,6 +778,25 @@ async def verify_drain(url: str, job_id: uuid.UUID, n: int) -> DrainFacts:
     if problems or first is None or last is None:
         raise BenchFailure(f"drain of job {job_id}: " + "; ".join(problems or ["no events"]))
     return DrainFacts(span_s=(last - first).total_seconds(), claims=int(claims))
+
+
+async def verify_queue(url: str, stage_type: str, n: int) -> DrainFacts:
+    """From the database: the `n` OJS jobs of the queue each COMPLETED (one task each);
+    the span from the first claim to the last completion."""
+    async with database(url) as db, db.sessions() as s:
+        statuses = Counter(
+            (await s.execute(select(Task.status).where(Task.stage_type == stage_type))).scalars()
+        )
+        first, last, attempts = (
+            await s.execute(
+                select(
+                    func.min(Task.start_time), func.max(Task.end_time), func.sum(Task.attempts)
+                ).where(Task.stage_type == stage_type)
+            )
+        ).one()
+    if statuses != Counter({"COMPLETED": n}) or first is None or last is None:
+        raise BenchFailure(f"OJS drain of {stage_type}: {dict(statuses)}, not {n:,} COMPLETED")
+    return DrainFacts(span_s=(last - first).total_seconds(), claims=n + int(attempts or 0))
 
 
 async def check_invariants(url: str) -> None:
@@ -913,7 +992,7 @@ class Bench:
         for attempt in range(self.args.retries + 1):
             self._job = None
             try:
-                if mode in ("create", "sdkcreate"):
+                if mode in ("create", "sdkcreate", "ojspush"):
                     return await self.create(mode, stage_type, ceiling)
                 return await self.drain(mode, stage_type, ceiling)
             except (Interrupted, httpx.TransportError) as exc:
@@ -941,6 +1020,8 @@ class Bench:
             "v1": f"v1 dequeue + PUT status, {a.v1_loops} loops",
             "v1read": f"v1 dequeue + GET stage, job + PUT, {a.v1_loops} loops",
             "batch": f"batch claim({a.batch_size}) + report_many, {a.batch_loops} loops",
+            "ojspush": f"OJS batch PUSH of {n:,} jobs, 1,000 a call",
+            "ojs": f"OJS fetch({a.batch_size}) + ACK each, {a.batch_loops} loops",
         }[mode]
 
     async def counters(self) -> Counters | None:
@@ -957,6 +1038,8 @@ class Bench:
     async def create(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
         n = self.args.tasks
         before, cpu = await self.counters(), self.manager.cpu_seconds()
+        if mode == "ojspush":
+            return await self.ojs_create(stage_type, ceiling, before, cpu)
         make = create_job if mode == "create" else sdk_create_job
         job_id, elapsed = await self.manager.watch(make(self.manager.base, stage_type, n))
         self._job = job_id
@@ -986,11 +1069,46 @@ class Bench:
             **self.per_task(before, after, n),
         )
 
+    async def ojs_create(
+        self, queue: str, ceiling: Ceiling | None, before: Counters | None, cpu: float
+    ) -> Result:
+        n = self.args.tasks
+        elapsed = await self.manager.watch(ojs_push(self.manager.base, queue, n))
+        cpu = self.manager.cpu_seconds() - cpu
+        end = time.monotonic()
+        async with database(self.url) as db, db.sessions() as s:
+            count = (
+                await s.execute(select(func.count()).where(Task.stage_type == queue))
+            ).scalar_one()
+        if count != n:
+            raise BenchFailure(f"queue {queue} has {count:,} jobs in the database, not {n:,}")
+        await self.settle(end)
+        after = await self.counters()
+        await purge_queue(self.manager.base, queue)  # leaves nothing claimable behind
+        rate = n / elapsed
+        return Result(
+            mode="ojspush",
+            label=self.label("ojspush", n),
+            tasks=n,
+            rate=rate,
+            seconds=elapsed,
+            ratio=rate / ceiling.cycles_per_s if ceiling else None,
+            wall_s=elapsed,
+            manager_cpu_ms=cpu * 1000 / n,
+            worker_cpu_ms=None,
+            claims=None,
+            **self.per_task(before, after, n),
+        )
+
     async def drain(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
         a = self.args
         v1 = mode in ("v1", "v1read")
         n = min(a.tasks, a.v1_tasks) if v1 else a.tasks
-        job_id, _ = await self.manager.watch(create_job(self.manager.base, stage_type, n))
+        if mode == "ojs":
+            await self.manager.watch(ojs_push(self.manager.base, stage_type, n))
+            job_id = None
+        else:
+            job_id, _ = await self.manager.watch(create_job(self.manager.base, stage_type, n))
         self._job = job_id
         if a.analyze and self.pg_counters:
             async with database(self.url) as db, db.engine.begin() as conn:
@@ -999,7 +1117,7 @@ class Bench:
             "mode": mode,
             "base": self.manager.base,
             "stage_type": stage_type,
-            "job_id": str(job_id),
+            "job_id": str(job_id) if job_id else None,
             "tasks": n,
             "concurrency": a.concurrency,
             "loops": a.v1_loops if v1 else a.batch_loops,
@@ -1018,7 +1136,11 @@ class Bench:
         cpu = self.manager.cpu_seconds() - cpu
         await self.settle(time.monotonic())
         after = await self.counters()
-        facts = await verify_drain(self.url, job_id, n)
+        facts = await (
+            verify_queue(self.url, stage_type, n)
+            if job_id is None
+            else verify_drain(self.url, job_id, n)
+        )
         await check_invariants(self.url)
         rate = n / facts.span_s if facts.span_s > 0 else float("inf")
         return Result(
