@@ -446,3 +446,56 @@ async def test_a_batch_push_makes_every_job_or_none(
     for body in ({"jobs": []}, {"jobs": [{}] * 1001}, {"jobs": "x"}, {}):
         refused(await call(client, "POST", "/v1/jobs/batch", body, 400), "invalid_request")
     assert await count(db, Task) == 50
+
+
+async def test_the_events_of_a_queue_are_polled_oldest_first_with_a_cursor(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    queue, other = unique("evt").lower(), unique("quiet").lower()
+    job = await push(client, type="report.build", options={"queue": queue})
+    await push(client, options={"queue": other})
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+    clock.advance(timedelta(milliseconds=1500))
+    await call(client, "POST", "/v1/workers/ack", {"job_id": job["id"]})
+    polled = await call(client, "GET", f"/v1/events?queues={queue}")
+    assert [e["type"] for e in polled["events"]] == ["job.enqueued", "job.started", "job.completed"]
+    enqueued, _, completed = polled["events"]
+    assert enqueued["data"] == {"job_id": job["id"], "job_type": "report.build", "queue": queue}
+    assert completed["subject"] == job["id"] and completed["specversion"] == "1.0"
+    assert (completed["data"]["attempt"], completed["data"]["duration_ms"]) == (1, 1500)
+    assert TIME.fullmatch(completed["time"]) and polled["has_more"] is False
+    # Filtered by type, a page at a time: the cursor goes on from the last one read.
+    first = await call(
+        client, "GET", f"/v1/events?types=job.enqueued,job.completed&limit=1&queues={queue}"
+    )
+    assert [e["type"] for e in first["events"]] == ["job.enqueued"] and first["has_more"]
+    rest = await call(
+        client,
+        "GET",
+        f"/v1/events?types=job.enqueued,job.completed&queues={queue}&after={first['cursor']}",
+    )
+    assert [e["type"] for e in rest["events"]] == ["job.completed"]
+    refused(
+        await call(client, "GET", "/v1/events?types=job.exploded", expect=400), "invalid_request"
+    )
+
+
+async def test_a_job_past_its_visibility_timeout_is_settled_when_read(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    queue = unique("vis").lower()
+    job = await push(client, options={"queue": queue})
+    fetch = {"queues": [queue], "visibility_timeout_ms": 3000}
+    await call(client, "POST", "/v1/workers/fetch", fetch)
+    clock.advance(4)
+    read = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
+    # The lease ran out: a failed attempt, retried after the policy's first wait (1 s).
+    assert (read["state"], read["attempt"]) == ("retryable", 1)
+    assert read["error"]["message"] == "lease expired"
+    clock.advance(2)
+    [again] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
+    assert (again["id"], again["attempt"], again["error"]["message"]) == (
+        job["id"],
+        2,
+        "lease expired",
+    )

@@ -135,6 +135,7 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", "/ojs/v1/workers/nack"): Action.WORK,
     ("POST", "/ojs/v1/workers/heartbeat"): Action.WORK,
     ("GET", "/ojs/v1/queues"): Action.LIST,
+    ("GET", "/ojs/v1/events"): Action.LIST,
     ("DELETE", "/ojs/v1/admin/queues/{stageType}/jobs"): Action.QUEUES,
     ("GET", "/ojs/v1/dead-letter"): Action.LIST,
     ("POST", "/ojs/v1/dead-letter/{taskId}/retry"): Action.RETRY,

@@ -15,6 +15,7 @@ from ..db.reads import task_columns
 from ..domain import ojs
 from ..domain.errors import DomainError
 from ..domain.ojs import State
+from ..domain.retry import RetryPolicy
 from ..domain.statuses import TaskStatus
 from ..services.dead_letters import Failure
 from .edge import inbound
@@ -94,8 +95,13 @@ def envelope(task: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         job["completed_at"] = job["discarded_at"] = ended
     elif state is State.CANCELLED:
         job["cancelled_at"] = ended
-    if task["reason"] and state in (State.RETRYABLE, State.DISCARDED, State.ACTIVE):
-        job["error"] = ojs.error_of(task["reason"])
+    if task["reason"] and task["attempts"] and state not in (State.COMPLETED, State.CANCELLED):
+        job["error"] = ojs.error_of(task["reason"])  # its last failed attempt's
+    policy = RetryPolicy.from_json(task.get("retry_policy"))
+    if task["attempts"] and policy is not None and not policy.jitter:
+        # The wait its last failure was given (a jittered one is not known after).
+        wait = policy.delay_after(task["attempts"])
+        job["retry_delay_ms"] = int(wait.total_seconds() * 1000)
     if state is State.RETRYABLE and task["not_before"] is not None:
         job["next_attempt_at"] = when(task["not_before"])
     return job

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, and_, false, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.bulk import FEW_ROWS, insert_many
@@ -17,7 +17,8 @@ from ..db.engine import principal_in
 from ..db.models import EVENTS, Event, Job, Stage, Task
 from ..domain import announcements
 from ..domain.errors import IllegalTransition
-from ..domain.moves import EVENT_COLUMNS, TASK_CREATED, Move
+from ..domain.moves import EVENT_COLUMNS, TASK_CREATED, Entity, Move
+from ..domain.statuses import TaskStatus
 from .loading import load_job
 from .pages import PageRequest, PageResult, paginate
 
@@ -203,3 +204,44 @@ def _complete(row: dict[str, Any]) -> dict[str, Any]:
     """The row naming every column, in one order: the deferred rows of a table are
     written by one multi-row INSERT."""
     return {c: row.get(c) for c in EVENT_COLUMNS}
+
+
+async def read_events(
+    s: AsyncSession,
+    moves: Sequence[TaskStatus | None],
+    stage_types: Sequence[str],
+    after: int,
+    limit: int,
+    owner: str | None = None,
+) -> list[Mapping[str, Any]]:
+    """Tasks' events after the key `after`, oldest first: those that moved a task to one
+    of `moves` (`None`: its creation), of the stage types named (all when none), of the
+    jobs of `owner` (a producer's) or all, with the task's type, data and start."""
+    made = Event.from_status.is_(None)
+    into = [m for m in moves if m is not None]
+    which = or_(
+        and_(made, Event.to_status.is_not(None)) if None in moves else false(),
+        and_(~made, Event.to_status.in_(into)) if into else false(),
+    )
+    query = (
+        select(
+            Event.seq,
+            Event.time,
+            Event.task_id,
+            Event.from_status,
+            Event.to_status,
+            Event.attempt,
+            Task.stage_type,
+            Task.data,
+            Task.start_time,
+        )
+        .join(Task, Task.id == Event.task_id)
+        .where(Event.seq > after, Event.entity == Entity.TASK, which)
+        .order_by(Event.seq)
+        .limit(limit)
+    )
+    if stage_types:
+        query = query.where(Task.stage_type.in_(list(stage_types)))
+    if owner is not None:
+        query = query.join(Job, Job.id == Event.job_id).where(Job.owner == owner)
+    return [dict(row) for row in (await s.execute(query)).mappings()]

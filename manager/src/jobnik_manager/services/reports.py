@@ -28,7 +28,7 @@ from jobnik_protocol.wire import SystemReason
 from ..db.claim import TASK_COLUMNS
 from ..db.complete import complete_statement
 from ..db.engine import Database, acting_name, now_in, principal_in
-from ..db.models import TASKS
+from ..db.models import TASKS, Task
 from ..db.sqlite_complete import Completion
 from ..db.sqlite_complete import complete as complete_on_sqlite
 from ..domain import observations
@@ -285,3 +285,22 @@ async def expire_leases(s: AsyncSession, task_ids: Sequence[uuid.UUID], now: dat
     """These leases ran out (the caller holds the tasks' locks): failed attempts."""
     expired = Report(TaskStatus.FAILED, reason=SystemReason.LEASE_EXPIRED)
     await settle_reports(s, [(task_id, expired) for task_id in task_ids], now)
+
+
+async def expire_lease_if_due(s: AsyncSession, task_id: uuid.UUID) -> bool:
+    """The reaper's settlement of one task, now rather than at the next tick: when its
+    lease ran out and no one else holds it. Whether it did."""
+    now = now_in(s)
+    due = await s.execute(
+        select(Task.id)
+        .where(
+            Task.id == task_id,
+            Task.status == TaskStatus.IN_PROGRESS,
+            Task.lease_expires_at < now,
+        )
+        .with_for_update(skip_locked=True)
+    )
+    if due.first() is None:
+        return False
+    await expire_leases(s, [task_id], now)
+    return True

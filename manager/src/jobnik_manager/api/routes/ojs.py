@@ -33,7 +33,7 @@ from ...services.claimability import open_due_retries
 from ...services.claims import claim
 from ...services.dead_letters import failures_of
 from ...services.leases import Beat, HeartbeatAnswer, heartbeats
-from ...services.reports import Report, settle
+from ...services.reports import Report, expire_lease_if_due, settle
 from ...services.specs import NewJob, NewStage, NewTask
 from ..auth import creator
 from ..deps import DatabaseDep
@@ -174,8 +174,14 @@ async def push_many(request: Request, db: DatabaseDep) -> Response:
 
 @router.get(BASE + "/jobs/{taskId}")
 async def info(db: DatabaseDep, taskId: str) -> Response:
-    """INFO: the job as it stands, with the errors of its failed attempts (`errors`)."""
+    """INFO: the job as it stands, with the errors of its failed attempts (`errors`). A
+    job whose visibility timeout ran out is settled as the reaper would, first."""
     task = await task_of(db, taskId)
+    expiry = task["lease_expires_at"]
+    if task["status"] == TaskStatus.IN_PROGRESS and expiry and expiry < db.clock.now():
+        task_id = uuid.UUID(str(task["id"]))
+        if await in_transaction(db, expire_lease_if_due, task_id):
+            task = await task_of(db, taskId)
     job = envelope(task, db.clock.now())
     key = (task["job_id"], task["id"])
     failures = (await in_transaction(db, failures_of, [key])).get(task["id"], [])

@@ -1,16 +1,19 @@
 """/ojs/v1 beyond a job's own calls: the queues (our stage types) and an operator's purge
-of one, and the dead letters (tasks FAILED for good) with their retry and delete, as the
-Open Job Spec's binding words them; each on the service v1's own calls use."""
+of one, the dead letters (tasks FAILED for good) with their retry and delete, and the
+jobs' events read from the event log, as the Open Job Spec's binding words them; each on
+the service v1's own calls use."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
 from ...domain import ojs
 from ...domain.ojs import State
+from ...domain.statuses import TaskStatus
 from ...observe.state import read_state
 from ...services.dead_letters import (
     DeadLetterFilter,
@@ -19,6 +22,7 @@ from ...services.dead_letters import (
     list_dead_letters,
     retry_dead_letters,
 )
+from ...services.history import read_events
 from ...services.pages import PageRequest
 from ...services.purge import purge_stage_type
 from ..auth import listing_owner
@@ -32,6 +36,7 @@ from ..ojs_wire import (
     invalid,
     read_body,
     task_of,
+    when,
 )
 from ..transaction import in_transaction
 
@@ -113,3 +118,64 @@ async def delete_dead_letter(db: DatabaseDep, taskId: str) -> Response:
     if not taken:
         raise OjsError(404, "not_found", f"Job '{taskId}' is not a dead letter.")
     return answer({"deleted": True, "job_id": taskId}, 200)
+
+
+# Each OJS event type, as the task moves it names (`None`: its creation).
+_EVENT_MOVES: dict[str, TaskStatus | None] = {
+    "job.enqueued": None,
+    "job.started": TaskStatus.IN_PROGRESS,
+    "job.completed": TaskStatus.COMPLETED,
+    "job.failed": TaskStatus.FAILED,
+    "job.retrying": TaskStatus.RETRIED,
+    "job.cancelled": TaskStatus.ABORTED,
+}
+_EVENT_TYPES = {move: name for name, move in _EVENT_MOVES.items()}
+
+
+@router.get(f"{BASE}/events")
+async def events(
+    db: DatabaseDep,
+    types: str | None = None,
+    queues: str | None = None,
+    limit: Limit = 50,
+    after: Annotated[int, Query(ge=0)] = 0,
+) -> Response:
+    """The jobs' events, oldest first, after the cursor `after` (the last answer's
+    `cursor`): of the types and queues named (comma-separated), read from the event log."""
+    named = [t for t in (types or "").split(",") if t] or list(_EVENT_MOVES)
+    if unknown := [t for t in named if t not in _EVENT_MOVES]:
+        raise invalid(f"types: unknown event type {unknown[0]!r}")
+    queue_names = [q for q in (queues or "").split(",") if q]
+    moves = [_EVENT_MOVES[t] for t in named]
+    rows = await in_transaction(
+        db, read_events, moves, queue_names, after, limit + 1, listing_owner()
+    )
+    listed = [_event(row) for row in rows[:limit]]
+    cursor = str(rows[min(len(rows), limit) - 1]["seq"]) if rows else str(after)
+    return answer({"events": listed, "cursor": cursor, "has_more": len(rows) > limit}, 200)
+
+
+def _event(row: Mapping[str, Any]) -> dict[str, Any]:
+    move = None if row["from_status"] is None else TaskStatus(row["to_status"])
+    kind = _EVENT_TYPES[move]
+    job_id = str(row["task_id"])
+    data = row["data"] if isinstance(row["data"], dict) else {}
+    said: dict[str, Any] = {
+        "job_id": job_id,
+        "job_type": data.get("type", row["stage_type"]),
+        "queue": row["stage_type"],
+    }
+    if move is not None:  # runs begun: the one a start or completion ends is one more
+        running = move in (TaskStatus.IN_PROGRESS, TaskStatus.COMPLETED)
+        said["attempt"] = row["attempt"] + 1 if running else row["attempt"]
+    if move is TaskStatus.COMPLETED and row["start_time"] is not None:
+        said["duration_ms"] = int((row["time"] - row["start_time"]).total_seconds() * 1000)
+    return {
+        "specversion": ojs.SPEC_VERSION,
+        "id": f"evt_{row['seq']}",
+        "type": kind,
+        "source": "ojs://jobnik",
+        "time": when(row["time"]),
+        "subject": job_id,
+        "data": said,
+    }
