@@ -18,6 +18,8 @@ from sqlalchemy import func, select
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Task
+from jobnik_manager.maintenance.reaper import reap_expired
+from jobnik_manager.services.claimability import open_due_retries
 
 from ..support.api import Api, unique
 
@@ -499,3 +501,60 @@ async def test_a_job_past_its_visibility_timeout_is_settled_when_read(
         2,
         "lease expired",
     )
+
+
+async def test_a_timed_out_then_dead_lettered_ojs_job_leaves_v1s_event_rows(
+    client: httpx.AsyncClient, api: Api, db: Database, clock: ManualClock
+) -> None:
+    """Fetched and abandoned (its lease, the visibility timeout, runs out and the reaper
+    settles it), fetched again and failed for good: over OJS, and as a v1 job of one task
+    of 2 attempts dequeued and reported by its worker."""
+    queue, other = unique("lost").lower(), unique("lost").lower()
+    job = await push(client, options={"queue": queue, "retry": {"max_attempts": 2}})
+    made = await api.call(
+        "POST",
+        "/v1/jobs",
+        201,
+        json={
+            "name": "lost",
+            "data": {},
+            "stages": [{"type": other, "data": {}, "tasks": [{"data": {}, "maxAttempts": 2}]}],
+        },
+    )
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+    task = await api.dequeue(other)
+    assert task is not None
+    clock.advance(timedelta(minutes=31))  # past both leases (OJS's 30 s, v1's default)
+    assert await reap_expired(db) == 2
+    clock.advance(timedelta(minutes=10))  # past any retry delay
+    await open_due_retries(db)
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+    nack = {"job_id": job["id"], "error": {"message": "gave up"}}
+    assert (await call(client, "POST", "/v1/workers/nack", nack))["state"] == "discarded"
+    assert await api.dequeue(other) is not None
+    failed = await api.call(
+        "PUT", f"/v1/tasks/{task['id']}/status", json={"status": "FAILED", "reason": "gave up"}
+    )
+    assert failed["status"] == "FAILED"
+
+    async def moves(job_id: uuid.UUID) -> list[tuple[Any, ...]]:
+        rows = await db.transaction(
+            lambda s: s.execute(
+                select(
+                    Event.entity, Event.from_status, Event.to_status, Event.attempt, Event.reason
+                )
+                .where(Event.job_id == job_id)
+                .order_by(Event.seq)
+            )
+        )
+        return [tuple(r) for r in rows]
+
+    ojs_job = await db.transaction(
+        lambda s: s.scalar(select(Task.job_id).where(Task.id == uuid.UUID(job["id"])))
+    )
+    ojs_moves, v1_moves = await moves(ojs_job), await moves(uuid.UUID(made["id"]))
+    assert ojs_moves == v1_moves
+    assert ("TASK", "IN_PROGRESS", "RETRIED", 1, "lease expired") in ojs_moves
+    assert ojs_moves[-1][:3] == ("JOB", "IN_PROGRESS", "FAILED")
+    listed = await call(client, "GET", f"/v1/dead-letter?queue={queue}")
+    assert [j["id"] for j in listed["jobs"]] == [job["id"]]
