@@ -70,6 +70,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -1038,57 +1039,30 @@ class Bench:
     async def create(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
         n = self.args.tasks
         before, cpu = await self.counters(), self.manager.cpu_seconds()
-        if mode == "ojspush":
-            return await self.ojs_create(stage_type, ceiling, before, cpu)
-        make = create_job if mode == "create" else sdk_create_job
-        job_id, elapsed = await self.manager.watch(make(self.manager.base, stage_type, n))
-        self._job = job_id
+        base = self.manager.base
+        if mode == "ojspush":  # n jobs of a task each, on the queue `stage_type`
+            elapsed = await self.manager.watch(ojs_push(base, stage_type, n))
+            made, what = Task.stage_type == stage_type, f"queue {stage_type}"
+            clear_up: Callable[[], Awaitable[None]] = partial(purge_queue, base, stage_type)
+        else:
+            make = create_job if mode == "create" else sdk_create_job
+            job_id, elapsed = await self.manager.watch(make(base, stage_type, n))
+            self._job = job_id
+            made, what = Task.job_id == job_id, f"job {job_id}"
+            clear_up = partial(abort_job, base, job_id)
         cpu = self.manager.cpu_seconds() - cpu
         end = time.monotonic()
         async with database(self.url) as db, db.sessions() as s:
-            count = (
-                await s.execute(select(func.count()).where(Task.job_id == job_id))
-            ).scalar_one()
+            count = (await s.execute(select(func.count()).where(made))).scalar_one()
         if count != n:
-            raise BenchFailure(f"job {job_id} has {count:,} tasks in the database, not {n:,}")
+            raise BenchFailure(f"{what} has {count:,} tasks in the database, not {n:,}")
         await self.settle(end)
         after = await self.counters()
-        await abort_job(self.manager.base, job_id)  # leaves nothing claimable behind
+        await clear_up()  # leaves nothing claimable behind
         rate = n / elapsed
         return Result(
             mode=mode,
             label=self.label(mode, n),
-            tasks=n,
-            rate=rate,
-            seconds=elapsed,
-            ratio=rate / ceiling.cycles_per_s if ceiling else None,
-            wall_s=elapsed,
-            manager_cpu_ms=cpu * 1000 / n,
-            worker_cpu_ms=None,
-            claims=None,
-            **self.per_task(before, after, n),
-        )
-
-    async def ojs_create(
-        self, queue: str, ceiling: Ceiling | None, before: Counters | None, cpu: float
-    ) -> Result:
-        n = self.args.tasks
-        elapsed = await self.manager.watch(ojs_push(self.manager.base, queue, n))
-        cpu = self.manager.cpu_seconds() - cpu
-        end = time.monotonic()
-        async with database(self.url) as db, db.sessions() as s:
-            count = (
-                await s.execute(select(func.count()).where(Task.stage_type == queue))
-            ).scalar_one()
-        if count != n:
-            raise BenchFailure(f"queue {queue} has {count:,} jobs in the database, not {n:,}")
-        await self.settle(end)
-        after = await self.counters()
-        await purge_queue(self.manager.base, queue)  # leaves nothing claimable behind
-        rate = n / elapsed
-        return Result(
-            mode="ojspush",
-            label=self.label("ojspush", n),
             tasks=n,
             rate=rate,
             seconds=elapsed,

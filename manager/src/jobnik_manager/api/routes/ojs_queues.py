@@ -25,19 +25,10 @@ from ...services.dead_letters import (
 from ...services.history import read_events
 from ...services.pages import PageRequest
 from ...services.purge import purge_stage_type
+from .. import ojs_wire as wire
 from ..auth import listing_owner
 from ..deps import DatabaseDep
-from ..ojs_wire import (
-    BASE,
-    OjsError,
-    answer,
-    envelope,
-    error_entry,
-    invalid,
-    read_body,
-    task_of,
-    when,
-)
+from ..ojs_wire import BASE, OjsError, invalid
 from ..transaction import in_transaction
 
 router = APIRouter(tags=["open job spec"])
@@ -53,14 +44,14 @@ async def queues(db: DatabaseDep) -> Response:
     names = sorted(set(state.ready) | set(state.in_flight) | state.paused)
     listed = [{"name": n, "status": "paused" if n in state.paused else "active"} for n in names]
     pagination = {"total": len(listed), "has_more": False}
-    return answer({"queues": listed, "pagination": pagination}, 200)
+    return wire.answer({"queues": listed, "pagination": pagination}, 200)
 
 
 @router.delete(BASE + "/admin/queues/{stageType}/jobs")
 async def purge(request: Request, db: DatabaseDep, stageType: str) -> Response:
     """Delete the queue's jobs (those of its type alone) in the states named (all by
     default), running ones aborted first; `confirm: true` is required."""
-    body = await read_body(request)
+    body = await wire.read_body(request)
     if body.get("confirm") is not True:
         raise invalid("confirm: true is required to purge a queue")
     named = body.get("states", [s.value for s in State])
@@ -68,7 +59,7 @@ async def purge(request: Request, db: DatabaseDep, stageType: str) -> Response:
         raise invalid(f"states: a list of {', '.join(s.value for s in State)}")
     statuses = {status for n in named for status in ojs.STATUSES[State(n)]}
     purged = await purge_stage_type(db, stageType, statuses)
-    return answer({"purged_count": purged, "queue": stageType, "states": named}, 200)
+    return wire.answer({"purged_count": purged, "queue": stageType, "states": named}, 200)
 
 
 @router.get(f"{BASE}/dead-letter")
@@ -86,11 +77,11 @@ async def dead_letters(
     now = db.clock.now()
     jobs: list[dict[str, Any]] = []
     for letter in letters:
-        job = envelope(_columns(letter.task), now)
-        job["errors"] = [error_entry(f) for f in letter.errors]
+        job = wire.envelope(_columns(letter.task), now)
+        job["errors"] = [wire.error_entry(f) for f in letter.errors]
         jobs.append(job)
     pagination = {"total": total, "has_more": offset + len(jobs) < total}
-    return answer({"jobs": jobs, "pagination": pagination}, 200)
+    return wire.answer({"jobs": jobs, "pagination": pagination}, 200)
 
 
 def _columns(task: Any) -> dict[str, Any]:
@@ -100,24 +91,24 @@ def _columns(task: Any) -> dict[str, Any]:
 @router.post(BASE + "/dead-letter/{taskId}/retry")
 async def retry_dead_letter(db: DatabaseDep, taskId: str) -> Response:
     """Run a discarded job again from its first attempt (the job is replayed)."""
-    task = await task_of(db, taskId)
+    task = await wire.task_of(db, taskId)
     task_id = uuid.UUID(str(task["id"]))
     done = await retry_dead_letters(db, Selection(task_ids=[task_id]), listing_owner())
     if not done.tasks:
         raise OjsError(404, "not_found", f"Job '{taskId}' is not a dead letter.")
-    job = envelope(await task_of(db, taskId), db.clock.now())
-    return answer({"job": job}, 200)
+    job = wire.envelope(await wire.task_of(db, taskId), db.clock.now())
+    return wire.answer({"job": job}, 200)
 
 
 @router.delete(BASE + "/dead-letter/{taskId}")
 async def delete_dead_letter(db: DatabaseDep, taskId: str) -> Response:
     """Take a discarded job off the dead letters (it stays discarded)."""
-    task = await task_of(db, taskId)
+    task = await wire.task_of(db, taskId)
     selection = Selection(task_ids=[uuid.UUID(str(task["id"]))])
     taken, _ = await in_transaction(db, discard_dead_letters, selection, listing_owner())
     if not taken:
         raise OjsError(404, "not_found", f"Job '{taskId}' is not a dead letter.")
-    return answer({"deleted": True, "job_id": taskId}, 200)
+    return wire.answer({"deleted": True, "job_id": taskId}, 200)
 
 
 # Each OJS event type, as the task moves it names (`None`: its creation).
@@ -152,7 +143,7 @@ async def events(
     )
     listed = [_event(row) for row in rows[:limit]]
     cursor = str(rows[min(len(rows), limit) - 1]["seq"]) if rows else str(after)
-    return answer({"events": listed, "cursor": cursor, "has_more": len(rows) > limit}, 200)
+    return wire.answer({"events": listed, "cursor": cursor, "has_more": len(rows) > limit}, 200)
 
 
 def _event(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,7 +166,7 @@ def _event(row: Mapping[str, Any]) -> dict[str, Any]:
         "id": f"evt_{row['seq']}",
         "type": kind,
         "source": "ojs://jobnik",
-        "time": when(row["time"]),
+        "time": wire.when(row["time"]),
         "subject": job_id,
         "data": said,
     }
