@@ -8,23 +8,25 @@ settings (no bitmap scans, generic plans), and the very parameters a run would b
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from jobnik_manager.clock import SystemClock
-from jobnik_manager.db import migrate
 from jobnik_manager.db.claim import claim_statement
 from jobnik_manager.db.complete import complete_statement
 from jobnik_manager.db.engine import Database
 
-from ..conftest import app_client, outside_any_loop
 from ..support.api import Api
-from ..support.plans import claim_params, explain, scans_of, sorts_of
-from ..support.profiles import fresh_database
+from ..support.plans import (
+    claim_params,
+    database_at,
+    explain,
+    filled_database,
+    scans_of,
+    sorts_of,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -34,50 +36,38 @@ COPIES = 50_000  # of each of the 20 tasks made through the API
 
 @pytest.fixture(scope="module")
 def big_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    with fresh_database(request) as url:
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            pool.submit(migrate.upgrade, url).result()  # Alembic runs its own event loop
-        outside_any_loop(populate(url))
+    with filled_database(request, populate) as url:
         yield url
 
 
-async def populate(url: str) -> None:
+async def populate(api: Api, db: Database) -> None:
     """A million claimable tasks: two stage types in one job, made through the API, then
     each task copied (new ids) in one statement."""
-    db = Database(url, clock=SystemClock())
-    try:
-        async with app_client(db) as client:
-            api = Api(client)
-            job = await api.create_job()
-            for stage_type in ("hot", "cold"):
-                stage = await api.create_stage(job["id"], stage_type)
-                await api.create_tasks(stage["id"], 10)
-        async with db.direct_transaction() as conn:
-            columns = [
-                r["column_name"]
-                for r in await conn.fetch(
-                    "SELECT column_name FROM information_schema.columns"
-                    " WHERE table_name = 'tasks' AND column_name NOT IN ('seq', 'id')"
-                    " ORDER BY ordinal_position"
-                )
-            ]
-            listed = ", ".join(columns)
-            await conn.execute(
-                f"INSERT INTO tasks (id, {listed})"
-                f" SELECT gen_random_uuid(), {listed} FROM tasks, generate_series(1, {COPIES})"
+    job = await api.create_job()
+    for stage_type in ("hot", "cold"):
+        stage = await api.create_stage(job["id"], stage_type)
+        await api.create_tasks(stage["id"], 10)
+    async with db.direct_transaction() as conn:
+        columns = [
+            r["column_name"]
+            for r in await conn.fetch(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_name = 'tasks' AND column_name NOT IN ('seq', 'id')"
+                " ORDER BY ordinal_position"
             )
-            assert await conn.fetchval("SELECT count(*) FROM tasks") == TASKS + 20
-    finally:
-        await db.dispose()
+        ]
+        listed = ", ".join(columns)
+        await conn.execute(
+            f"INSERT INTO tasks (id, {listed})"
+            f" SELECT gen_random_uuid(), {listed} FROM tasks, generate_series(1, {COPIES})"
+        )
+        assert await conn.fetchval("SELECT count(*) FROM tasks") == TASKS + 20
 
 
 @pytest.fixture
 async def big(big_url: str) -> AsyncIterator[Database]:
-    db = Database(big_url, clock=SystemClock())
-    try:
+    async with database_at(big_url) as db:
         yield db
-    finally:
-        await db.dispose()
 
 
 async def analysed(db: Database, yes: bool) -> None:

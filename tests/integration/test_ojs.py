@@ -55,6 +55,13 @@ async def push(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     return job
 
 
+async def one_task_v1_job(api: Api, name: str, stage_type: str, *, attempts: int) -> Any:
+    """The same work as an OJS job, made over v1: a job of one stage of one task."""
+    task = {"data": {}, "maxAttempts": attempts}
+    body = {"name": name, "data": {}, "stages": [{"type": stage_type, "data": {}, "tasks": [task]}]}
+    return await api.call("POST", "/v1/jobs", 201, json=body)
+
+
 def refused(answer: Any, code: str) -> None:
     """The spec's error object, and nothing of /v1's shape."""
     assert set(answer) == {"error"}, answer
@@ -308,16 +315,7 @@ async def test_an_ojs_job_and_the_same_work_over_v1_leave_the_same_event_log(
     await call(client, "POST", "/v1/workers/ack", {"job_id": job["id"]})
 
     other = unique("same").lower()
-    made = await api.call(
-        "POST",
-        "/v1/jobs",
-        201,
-        json={
-            "name": "email.send",
-            "data": {},
-            "stages": [{"type": other, "data": {}, "tasks": [{"data": {}, "maxAttempts": 3}]}],
-        },
-    )
+    made = await one_task_v1_job(api, "email.send", other, attempts=3)
     task = await api.dequeue(other)
     assert task is not None
     failed = await api.call(
@@ -511,16 +509,7 @@ async def test_a_timed_out_then_dead_lettered_ojs_job_leaves_v1s_event_rows(
     of 2 attempts dequeued and reported by its worker."""
     queue, other = unique("lost").lower(), unique("lost").lower()
     job = await push(client, options={"queue": queue, "retry": {"max_attempts": 2}})
-    made = await api.call(
-        "POST",
-        "/v1/jobs",
-        201,
-        json={
-            "name": "lost",
-            "data": {},
-            "stages": [{"type": other, "data": {}, "tasks": [{"data": {}, "maxAttempts": 2}]}],
-        },
-    )
+    made = await one_task_v1_job(api, "lost", other, attempts=2)
     await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
     task = await api.dequeue(other)
     assert task is not None

@@ -7,7 +7,6 @@ hold, so that a plan kept for them can use those indexes."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -16,17 +15,14 @@ import pytest
 from sqlalchemy.dialects import postgresql
 
 from jobnik_manager.clock import SystemClock
-from jobnik_manager.db import migrate
 from jobnik_manager.db.claim import claim_statement
 from jobnik_manager.db.complete import complete_statement
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.queries import queries, statement
 from jobnik_manager.maintenance import expiry, reaper, time_limits
 
-from ..conftest import app_client, outside_any_loop
 from ..support.api import Api
-from ..support.plans import claim_params, explain, scans_of
-from ..support.profiles import fresh_database
+from ..support.plans import claim_params, database_at, explain, filled_database, scans_of
 
 pytestmark = pytest.mark.postgres_only
 
@@ -37,29 +33,18 @@ TABLES = ("tasks", "stages", "jobs")
 def new_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A new deployment's database after its first job: a page of each table, which
     the planner reads faster whole than through an index."""
-    with fresh_database(request) as url:
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            pool.submit(migrate.upgrade, url).result()  # Alembic runs its own event loop
-        outside_any_loop(first_job(url))
+    with filled_database(request, first_job) as url:
         yield url
 
 
-async def first_job(url: str) -> None:
-    db = Database(url, clock=SystemClock())
-    try:
-        async with app_client(db) as client:
-            await Api(client).one_stage_job("first", tasks=5)
-    finally:
-        await db.dispose()
+async def first_job(api: Api, _: Database) -> None:
+    await api.one_stage_job("first", tasks=5)
 
 
 @pytest.fixture
 async def new(new_url: str) -> AsyncIterator[Database]:
-    db = Database(new_url, clock=SystemClock())
-    try:
+    async with database_at(new_url) as db:
         yield db
-    finally:
-        await db.dispose()
 
 
 def full_scans(plan: Any) -> list[str]:

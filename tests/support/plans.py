@@ -4,12 +4,23 @@ what they read."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
+from jobnik_manager.clock import SystemClock
+from jobnik_manager.db import migrate
 from jobnik_manager.db.direct import DirectStatement
 from jobnik_manager.db.engine import Database
+
+from ..conftest import app_client, outside_any_loop
+from .api import Api
+from .profiles import fresh_database
 
 
 async def explain(db: Database, statement: DirectStatement, params: dict[str, Any]) -> Any:
@@ -64,3 +75,30 @@ def claim_params(db: Database) -> dict[str, Any]:
         "principal": None,
         "time": now.isoformat(),
     }
+
+
+@contextmanager
+def filled_database(
+    request: pytest.FixtureRequest, fill: Callable[[Api, Database], Awaitable[None]]
+) -> Iterator[str]:
+    """The URL of a new PostgreSQL database, migrated and filled by `fill` (through the
+    API, and directly), dropped afterwards."""
+    with fresh_database(request) as url:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(migrate.upgrade, url).result()  # Alembic runs its own event loop
+
+        async def filled() -> None:
+            async with database_at(url) as db, app_client(db) as client:
+                await fill(Api(client), db)
+
+        outside_any_loop(filled())
+        yield url
+
+
+@asynccontextmanager
+async def database_at(url: str) -> AsyncIterator[Database]:
+    db = Database(url, clock=SystemClock())
+    try:
+        yield db
+    finally:
+        await db.dispose()
