@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Task
+from jobnik_manager.maintenance.expiry import expire as expire_due
 from jobnik_manager.maintenance.reaper import reap_expired
 from jobnik_manager.services.claimability import open_due_retries
 
@@ -547,3 +548,48 @@ async def test_a_timed_out_then_dead_lettered_ojs_job_leaves_v1s_event_rows(
     assert ojs_moves[-1][:3] == ("JOB", "IN_PROGRESS", "FAILED")
     listed = await call(client, "GET", f"/v1/dead-letter?queue={queue}")
     assert [j["id"] for j in listed["jobs"]] == [job["id"]]
+
+
+async def test_a_job_past_its_expiry_is_never_fetched_and_reads_discarded(
+    client: httpx.AsyncClient, db: Database, clock: ManualClock
+) -> None:
+    queue = unique("ttl").lower()
+    job = await push(client, options={"queue": queue, "expires_at": "+PT2S"})
+    assert job["state"] == "available" and TIME.fullmatch(job["expires_at"])
+    far = await push(client, options={"queue": queue, "expires_at": "2099-12-31T23:59:59Z"})
+    assert far["expires_at"] == "2099-12-31T23:59:59.000Z"
+    clock.advance(3)
+    [fetched] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
+    assert fetched["id"] == far["id"]  # the expired one is not handed out
+    await expire_due(db)  # the maintenance tick's
+    read = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
+    assert read["state"] == "discarded" and "completed_at" not in read
+    past = {"type": "a", "args": [], "options": {"expires_at": "2020-01-01T00:00:00Z"}}
+    refused(await call(client, "POST", "/v1/jobs", past, 400), "invalid_request")
+
+
+async def test_a_paused_queue_takes_pushes_and_hands_out_nothing_until_resumed(
+    client: httpx.AsyncClient,
+) -> None:
+    queue = unique("paused").lower()
+    paused = await call(client, "POST", f"/v1/queues/{queue}/pause", {})
+    assert paused["queue"] == {"name": queue, "paused": True, "status": "paused"}
+    job = await push(client, options={"queue": queue})
+    assert (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"] == []
+    stats = (await call(client, "GET", f"/v1/queues/{queue}/stats"))["queue"]
+    assert (stats["name"], stats["paused"], stats["available"], stats["active"]) == (
+        queue,
+        True,
+        1,
+        0,
+    )
+    await call(client, "POST", f"/v1/queues/{queue}/resume", {})
+    [fetched] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
+    assert fetched["id"] == job["id"]
+    await call(client, "POST", "/v1/workers/ack", {"job_id": job["id"]})
+    stats = (await call(client, "GET", f"/v1/queues/{queue}/stats"))["queue"]
+    assert (stats["paused"], stats["completed"], stats["stats"]["completed_last_hour"]) == (
+        False,
+        1,
+        1,
+    )

@@ -51,7 +51,10 @@ def new_task(body: dict[str, Any], now: datetime) -> tuple[str, str, int, NewTas
     timeout_ms = options.get("timeout_ms")
     if timeout_ms is not None and (type(timeout_ms) is not int or timeout_ms < 1):
         raise invalid("options.timeout_ms: a positive integer")
-    not_before = _time(options.get("delay_until", options.get("scheduled_at")), "delay_until")
+    not_before = _time(options.get("delay_until", options.get("scheduled_at")), "delay_until", now)
+    expires_at = _time(options.get("expires_at", body.get("expires_at")), "expires_at", now)
+    if expires_at is not None and expires_at <= now:
+        raise invalid("options.expires_at: a time to come (a job past it would never run)")
     extra = {k: v for k, v in body.items() if k not in _KNOWN and k not in _SYSTEM}
     data = {"type": kind, "args": args, "meta": meta, "priority": priority}
     if extra:
@@ -62,6 +65,7 @@ def new_task(body: dict[str, Any], now: datetime) -> tuple[str, str, int, NewTas
         retry_policy=policy,
         not_before=not_before if not_before is not None and not_before > now else None,
         timeout_seconds=timeout_ms / 1000 if timeout_ms else None,
+        expires_at=expires_at,
         id=task_id,
     )
     return kind, queue, priority, task
@@ -115,15 +119,21 @@ def _retry(retry: object) -> tuple[int, RetryPolicy]:
 _DURATION = TypeAdapter(timedelta)
 
 
-def _time(value: object, name: str) -> datetime | None:
+def _time(value: object, name: str, now: datetime) -> datetime | None:
+    """An RFC 3339 time with its zone, or one relative to now ("+PT5S")."""
     if value is None:
         return None
-    try:
-        at = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        at = None
+    at = None
+    if isinstance(value, str):
+        try:
+            if value.startswith("+"):
+                at = now + _DURATION.validate_python(value[1:])
+            else:
+                at = datetime.fromisoformat(value)
+        except (ValueError, ValidationError):
+            at = None
     if at is None or at.tzinfo is None:
-        raise invalid(f"options.{name}: an RFC 3339 time with its zone")
+        raise invalid(f"options.{name}: an RFC 3339 time with its zone, or +PT<n>S from now")
     return at
 
 

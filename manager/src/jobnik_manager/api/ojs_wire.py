@@ -61,7 +61,7 @@ def envelope(task: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     """A task as the spec's job envelope; what the task lacks is left out, not null."""
     data = task["data"] if isinstance(task["data"], dict) else {}
     status = TaskStatus(task["status"])
-    state = ojs.state_of(status, task["not_before"], now)
+    state = ojs.state_of(status, task["not_before"], now, task["reason"])
     args = data.get("args")
     job: dict[str, Any] = {
         "specversion": ojs.SPEC_VERSION,
@@ -91,6 +91,8 @@ def envelope(task: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         job["completed_at"] = ended
         if task["result"] is not None:
             job["result"] = task["result"]
+    elif state is State.DISCARDED and status is TaskStatus.ABORTED:  # expired, not run
+        job["discarded_at"] = ended
     elif state is State.DISCARDED:
         job["completed_at"] = job["discarded_at"] = ended
     elif state is State.CANCELLED:

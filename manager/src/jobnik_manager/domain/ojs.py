@@ -9,6 +9,8 @@ import re
 from datetime import datetime
 from enum import StrEnum
 
+from jobnik_protocol.wire import SystemReason
+
 from .statuses import Priority, TaskStatus
 
 SPEC_VERSION = "1.0"
@@ -50,10 +52,15 @@ _BY_STATUS = {
 }
 
 
-def state_of(status: TaskStatus, not_before: datetime | None, now: datetime) -> State:
+def state_of(
+    status: TaskStatus, not_before: datetime | None, now: datetime, reason: str | None = None
+) -> State:
     """A task's status as an OJS state: a waiting task not due yet is scheduled; a retry
-    whose delay is over (or that had none) is available again."""
+    whose delay is over (or that had none) is available again; one aborted because it
+    expired is discarded, as the spec has it."""
     state = _BY_STATUS[status]
+    if state is State.CANCELLED and reason == SystemReason.EXPIRED:
+        return State.DISCARDED
     due = not_before is None or not_before <= now
     if state is State.AVAILABLE and not due:
         return State.SCHEDULED

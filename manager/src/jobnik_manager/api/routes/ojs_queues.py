@@ -9,12 +9,13 @@ import uuid
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from ...domain import ojs
 from ...domain.ojs import State
 from ...domain.statuses import TaskStatus
 from ...observe.state import read_state
+from ...services import flow, stage_type_pauses
 from ...services.dead_letters import (
     DeadLetterFilter,
     Selection,
@@ -34,6 +35,7 @@ from ..transaction import in_transaction
 router = APIRouter(tags=["open job spec"])
 
 Limit = Annotated[int, Query(ge=1, le=100)]
+QueueName = Annotated[str, Path(min_length=1, max_length=50)]
 Offset = Annotated[int, Query(ge=0, le=1_000_000)]
 
 
@@ -45,6 +47,46 @@ async def queues(db: DatabaseDep) -> Response:
     listed = [{"name": n, "status": "paused" if n in state.paused else "active"} for n in names]
     pagination = {"total": len(listed), "has_more": False}
     return wire.answer({"queues": listed, "pagination": pagination}, 200)
+
+
+@router.post(BASE + "/queues/{stageType}/pause")
+async def pause_queue(db: DatabaseDep, stageType: QueueName) -> Response:
+    """Hand out none of the queue's jobs until it is resumed (a stage-type pause): FETCH
+    finds none of them; PUSH goes on, and running jobs finish."""
+    await in_transaction(db, stage_type_pauses.pause, stageType)
+    return wire.answer({"queue": {"name": stageType, "paused": True, "status": "paused"}}, 200)
+
+
+@router.post(BASE + "/queues/{stageType}/resume")
+async def resume_queue(db: DatabaseDep, stageType: QueueName) -> Response:
+    """Hand the queue's jobs out again."""
+    await in_transaction(db, stage_type_pauses.resume, stageType)
+    return wire.answer({"queue": {"name": stageType, "paused": False, "status": "active"}}, 200)
+
+
+@router.get(BASE + "/queues/{stageType}/stats")
+async def queue_stats(db: DatabaseDep, stageType: QueueName) -> Response:
+    """The queue's jobs available and active now (as /v1/stage-types counts them), and
+    those completed and failed in the last hour (its flow)."""
+    state = await read_state(db)
+    hour = await in_transaction(db, flow.flow, stageType, 60)
+    stats = {
+        "available": state.ready.get(stageType, 0),
+        "active": state.in_flight.get(stageType, 0),
+        "completed_last_hour": sum(m.completed for m in hour.minutes),
+        "failed_last_hour": sum(m.failed for m in hour.minutes),
+    }
+    paused = stageType in state.paused
+    queue = {
+        "name": stageType,
+        "paused": paused,
+        "status": "paused" if paused else "active",
+        "available": stats["available"],
+        "active": stats["active"],
+        "completed": stats["completed_last_hour"],
+        "stats": stats,
+    }
+    return wire.answer({"queue": queue, "computed_at": wire.when(db.clock.now())}, 200)
 
 
 @router.delete(BASE + "/admin/queues/{stageType}/jobs")
