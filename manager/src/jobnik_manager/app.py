@@ -26,6 +26,7 @@ from .api.routes import (
     health,
     jobs,
     ojs,
+    ojs_cron,
     ojs_queues,
     outputs,
     schedules,
@@ -49,6 +50,7 @@ from .settings import Settings
 
 # The API's route modules, beside the probes (health) and the dashboard (ui).
 _API = (jobs, outputs, stages, stage_types, tasks, tokens, workers, dead_letters, schedules)
+_OJS = (ojs, ojs_queues, ojs_cron)  # the Open Job Spec's binding
 
 
 def create_app(
@@ -108,7 +110,7 @@ def create_app(
     install_error_handlers(app)
     install_openapi(app)
     # What a 405's Allow and the documented-method check read (api/errors.py).
-    routers = [m.router for m in (health, *_API, ojs, ojs_queues)]
+    routers = [m.router for m in (health, *_API, *_OJS)]
     app.state.route_methods = route_methods(routers)
     app.include_router(health.router)
     app.include_router(ui.router)  # the dashboard at /ui
@@ -120,7 +122,7 @@ def create_app(
         )
     # The Open Job Spec's binding: its bodies and queries are read by its own routes,
     # which word their refusals as the spec does.
-    for module in (ojs, ojs_queues):
+    for module in _OJS:
         app.include_router(module.router, dependencies=[Depends(documented_method)])
     # The workers' per-task calls skip FastAPI's dependency solving and validation.
     install_fast_lane(app)

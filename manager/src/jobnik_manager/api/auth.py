@@ -139,6 +139,9 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", "/ojs/v1/queues/{stageType}/pause"): Action.QUEUES,
     ("POST", "/ojs/v1/queues/{stageType}/resume"): Action.QUEUES,
     ("GET", "/ojs/v1/events"): Action.LIST,
+    ("GET", "/ojs/v1/cron"): Action.LIST,
+    ("POST", "/ojs/v1/cron"): Action.CREATE,
+    ("DELETE", "/ojs/v1/cron/{name}"): Action.CONTROL,
     ("DELETE", "/ojs/v1/admin/queues/{stageType}/jobs"): Action.QUEUES,
     ("GET", "/ojs/v1/dead-letter"): Action.LIST,
     ("POST", "/ojs/v1/dead-letter/{taskId}/retry"): Action.RETRY,
@@ -320,7 +323,7 @@ async def _facts(s: AsyncSession, route: str, params: dict[str, str], body: Any)
         return await ownership.of_tasks(
             s, _ids(i.get("taskId") for i in items if isinstance(i, dict))
         )
-    if route.startswith("/v1/schedules/"):
+    if route.startswith(("/v1/schedules/", "/ojs/v1/cron/")):
         return await schedules.owner_of(s, params["name"])
     named = {k: _ids([v]) for k, v in params.items()}
     if named.get("taskId"):

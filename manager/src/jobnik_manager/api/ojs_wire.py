@@ -52,9 +52,12 @@ async def read_body(request: Request) -> dict[str, Any]:
 
 
 def when(at: datetime | None) -> str | None:
+    """RFC 3339 in UTC: to the millisecond, or the second when it has no fraction (a
+    client's whole-second time reads back as it was sent)."""
     if at is None:
         return None
-    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    spec = "milliseconds" if at.microsecond else "seconds"
+    return at.astimezone(UTC).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 def envelope(task: Mapping[str, Any], now: datetime) -> dict[str, Any]:
