@@ -204,6 +204,9 @@ async def test_a_job_is_fetched_acked_and_read_back_completed(
     assert (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]["state"] == "active"
 
     clock.advance(2)
+    # Another worker, naming itself, may not settle what w-1 holds.
+    theirs = {"job_id": job["id"], "worker_id": "w-2"}
+    refused(await call(client, "POST", "/v1/workers/ack", theirs, 409), "conflict")
     acked = await call(
         client, "POST", "/v1/workers/ack", {"job_id": job["id"], "result": {"sent": 1}}
     )

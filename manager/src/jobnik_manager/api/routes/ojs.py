@@ -250,6 +250,11 @@ async def _report(db: Any, body: dict[str, Any], report: Report, doing: str) -> 
     state = ojs.state_of(TaskStatus(task["status"]), task["not_before"], db.clock.now())
     if state is not State.ACTIVE:
         raise conflict(task, state, doing)
+    # A worker that names itself may settle only what it holds (one that does not, as
+    # the spec's own examples, is taken at its word).
+    worker = body.get("worker_id")
+    if worker is not None and task["worker"] is not None and worker != task["worker"]:
+        raise OjsError(409, "conflict", f"Job '{task['id']}' is held by another worker.")
     [answer] = await settle(db, [(uuid.UUID(str(task["id"])), report)])
     if isinstance(answer, DomainError):
         raise conflict(task, state, doing) from answer
