@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from .errors import RETRY_AFTER_SECONDS
+from .errors import OJS_PREFIX, RETRY_AFTER_SECONDS
 
 _ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorMessage"}
 _NO_BODY = frozenset({"get", "head", "options"})
@@ -74,6 +74,9 @@ def with_errors(document: dict[str, Any]) -> dict[str, Any]:
 
 def _document_operation(path: str, method: str, operation: dict[str, Any]) -> None:
     responses: dict[str, Any] = operation.setdefault("responses", {})
+    if path.startswith(OJS_PREFIX):
+        _document_ojs(responses)
+        return
     # Bad input is answered 400 {message, code}, never FastAPI's 422 (`errors`).
     responses.pop("422", None)
     parameters = operation.get("parameters", [])
@@ -92,6 +95,50 @@ def _document_operation(path: str, method: str, operation: dict[str, Any]) -> No
     elif path != "/liveness":  # the only operation that never opens the database
         _add(responses, "503", UNAVAILABLE, headers=_RETRY_AFTER)
     _add(responses, "500", UNKNOWN)
+
+
+# The Open Job Spec's binding answers in its own media type and error object
+# (api/errors.py): the statuses its refusals take, on every one of its operations.
+OJS_MEDIA = "application/openjobspec+json"
+_OJS_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "retryable"],
+            "properties": {
+                "code": {"type": "string"},
+                "type": {"type": "string"},
+                "message": {"type": "string"},
+                "retryable": {"type": "boolean"},
+                "hint": {"type": "string"},
+                "docs_url": {"type": "string"},
+                "request_id": {"type": "string"},
+            },
+        }
+    },
+}
+_OJS_REFUSALS = {
+    "400": "invalid_request or invalid_payload: the request or its body is malformed",
+    "404": "not_found: no such job, cron job or dead letter",
+    "409": "conflict (the job's state does not allow it) or duplicate (its id or name is taken)",
+    "413": "envelope_too_large: over the size limit",
+    "422": "validation_error: a retry policy that cannot be",
+    "500": "backend_error: a fault of the manager, which no input should cause",
+    "503": "backend_error: the database is unavailable",
+}
+
+
+def _document_ojs(responses: dict[str, Any]) -> None:
+    for answer in responses.values():
+        content = answer.get("content") or {"application/json": {"schema": {}}}
+        answer["content"] = {OJS_MEDIA: next(iter(content.values()))}
+    for status, description in _OJS_REFUSALS.items():
+        responses[status] = {
+            "description": description,
+            "content": {OJS_MEDIA: {"schema": _OJS_ERROR}},
+        }
 
 
 def _add(
