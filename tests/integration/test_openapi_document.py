@@ -91,8 +91,26 @@ def test_errors_are_documented_for_their_operations(
 
 def test_bad_input_is_documented_as_400_not_422() -> None:
     for path, operations in document()["paths"].items():
+        if path.startswith("/ojs/"):
+            continue  # the Open Job Spec's statuses, below
         for method, operation in operations.items():
             assert "422" not in operation["responses"], (method, path)
             assert "400" in operation["responses"], (method, path)
     assert "HTTPValidationError" not in document()["components"]["schemas"]
     assert "Retry-After" in _responses("put", "/v1/tasks/{taskId}/status")["503"]["headers"]
+
+
+def test_the_open_job_spec_binding_is_documented_in_its_media_type_and_error_object() -> None:
+    ojs = {p: ops for p, ops in document()["paths"].items() if p.startswith("/ojs/")}
+    assert {"/ojs/manifest", "/ojs/v1/jobs", "/ojs/v1/workers/fetch"} <= set(ojs)
+    for path, operations in ojs.items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                assert list(response["content"]) == ["application/openjobspec+json"], (
+                    method,
+                    path,
+                    status,
+                )
+            refused = operation["responses"]["400"]["content"]["application/openjobspec+json"]
+            assert refused["schema"]["required"] == ["error"], (method, path)
+            assert "422" in operation["responses"]  # a retry policy that cannot be

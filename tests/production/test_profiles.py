@@ -29,8 +29,12 @@ pytestmark = pytest.mark.e2e
 
 async def test_every_scenario_ends_as_its_scenario_expects(running: Deployment) -> None:
     made: dict[str, str] = {}
-    async with running.client("producer") as producer, running.client("operator") as operator:
-        actors = Actors(producer, operator)
+    async with (
+        running.client("producer") as producer,
+        running.client("operator") as operator,
+        httpx.AsyncClient(base_url=running.url, headers=running.headers("producer")) as ojs,
+    ):
+        actors = Actors(producer, operator, ojs)
 
         async def run(scenario_index: int) -> None:
             scenario = SCENARIOS[scenario_index]

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import httpx
 
 from jobnik_sdk import NotFoundError
 
@@ -258,8 +259,12 @@ class Soak:
         self.started = time.monotonic()
         end_of_work = self.started + self.minutes * 60
         done = False
-        async with d.client("producer") as producer, d.client("operator") as operator:
-            actors = Actors(producer, operator)
+        async with (
+            d.client("producer") as producer,
+            d.client("operator") as operator,
+            httpx.AsyncClient(base_url=d.url, headers=d.headers("producer"), timeout=30) as ojs,
+        ):
+            actors = Actors(producer, operator, ojs)
             watchers = [
                 asyncio.create_task(self.observe(operator, lambda: done)),
                 asyncio.create_task(self.sample_memory(lambda: done)),

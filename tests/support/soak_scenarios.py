@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+import httpx
+from uuid6 import uuid7
+
 from jobnik_sdk import (
     ApiError,
     JobnikClient,
@@ -52,6 +55,8 @@ def tasks(n: int, seconds: float = 0.05) -> list[NewTask]:
 class Actors:
     producer: JobnikClient
     operator: JobnikClient
+    # The producer's token over plain HTTP: for the Open Job Spec's binding.
+    producer_http: httpx.AsyncClient
 
 
 async def persist(what: str, call: Callable[[], Awaitable[T]], *, within: float = 240) -> T:
@@ -61,6 +66,11 @@ async def persist(what: str, call: Callable[[], Awaitable[T]], *, within: float 
     while True:
         try:
             return await call()
+        except httpx.TransportError as exc:  # plain HTTP's (the OJS scenario's)
+            if time.monotonic() > deadline:
+                raise
+            log.info("%s: %r; asking again", what, exc)
+            await asyncio.sleep(1)
         except (JobnikTransportError, ApiError) as exc:
             status = getattr(exc, "status_code", None)
             if isinstance(exc, ApiError) and (status is None or status < 500):
@@ -277,3 +287,24 @@ async def from_schedule(actors: Actors, made: Callable[[str], None]) -> None:
     made(str(runs[-1].job_id))
     with contextlib.suppress(NotFoundError):  # a retried delete finds it gone
         await persist("unschedule", lambda: actors.producer.delete_schedule(name))
+
+
+@scenario(JobStatus.COMPLETED)
+async def over_ojs(actors: Actors, made: Callable[[str], None]) -> None:
+    # An Open Job Spec client pushes a job to the render queue; the template's SDK
+    # workers run it as any render task (its data holds no "do": plain work).
+    # Its id chosen here: a push asked again after a fault cut the answer is a duplicate.
+    ojs_id = str(uuid7())
+    job = {"id": ojs_id, "type": "soak.render", "args": [1], "options": {"queue": RENDER}}
+
+    async def push() -> None:
+        said = await actors.producer_http.post("/ojs/v1/jobs", json=job)
+        if said.status_code >= 500:
+            raise httpx.TransportError(f"{said.status_code}: {said.text[:200]}")
+        if said.status_code not in (201, 409):
+            raise RuntimeError(f"OJS push refused: {said.status_code} {said.text[:300]}")
+
+    await persist("OJS push", push)
+    task = await persist("its task", lambda: actors.producer.get_task(ojs_id))
+    stage = await persist("its stage", lambda: actors.producer.get_stage(str(task.stage_id)))
+    made(str(stage.job_id))
