@@ -4,6 +4,7 @@ program (the template's settings extend it with what they add)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping
 from datetime import timedelta
@@ -58,6 +59,10 @@ def check_worker_options(
         raise ValueError("metrics_port must be between 1 and 65535")
     if name is not None and not 1 <= len(name) <= 100:
         raise ValueError("a worker's name has 1 to 100 characters")
+
+
+# The Worker options that `check_worker_options` holds to its rules.
+_CHECKED = tuple(inspect.signature(check_worker_options).parameters)
 
 
 def _seconds(value: float) -> timedelta:
@@ -138,22 +143,9 @@ class WorkerSettings(BaseModel):
 
     @model_validator(mode="after")
     def _by_the_workers_rules(self) -> Self:
-        check_worker_options(**self._checked())
+        options = self.worker_options()
+        check_worker_options(**{name: options[name] for name in _CHECKED})
         return self
-
-    def _checked(self) -> dict[str, Any]:
-        return {
-            "concurrency": self.concurrency,
-            "shutdown_grace": self.shutdown_grace,
-            "lease": self.lease,
-            "heartbeat_interval": self.heartbeat_interval,
-            "claim_wait": self.claim_wait,
-            "report_batch_size": self.report_batch_size,
-            "report_linger": _seconds(self.report_linger_seconds),
-            "prefetch": self.prefetch,
-            "metrics_port": self.metrics_port,
-            "name": self.name,
-        }
 
     @classmethod
     def from_env(
