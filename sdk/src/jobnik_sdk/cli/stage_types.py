@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from .._client import JobnikClient
 from . import output
 from ._run import Json, Manager, Token, Url, fetched, run
 
@@ -20,6 +22,8 @@ app = typer.Typer(
     invoke_without_command=True,
 )
 StageType = Annotated[str, typer.Argument(metavar="TYPE", help="The stage type.")]
+# The manager's answer about a stage type: its `type` and what changed.
+Said = dict[str, Any]
 
 
 @app.callback()
@@ -56,19 +60,29 @@ def stage_types(
     output.stdout().print(table)
 
 
-@app.command("pause")
-def pause(stage_type: StageType, url: Url = None, token: Token = None) -> None:
-    """Hand out none of the stage type's tasks, in any job, until it is resumed (running
-    tasks go on)."""
-    done = run(Manager.chosen(url, token), lambda client: client.pause_stage_type(stage_type))
-    _said(done, "paused")
+def _switch(
+    command: str, call: Callable[[JobnikClient, str], Awaitable[Said]], said: str, doc: str
+) -> Callable[..., None]:
+    """The command that makes one call of the client about a stage type, with nothing
+    more to give, and says what the type now is."""
+
+    def switch(stage_type: StageType, url: Url = None, token: Token = None) -> None:
+        _said(run(Manager.chosen(url, token), lambda client: call(client, stage_type)), said)
+
+    switch.__doc__ = doc
+    return app.command(command)(switch)
 
 
-@app.command("resume")
-def resume(stage_type: StageType, url: Url = None, token: Token = None) -> None:
-    """Hand the stage type's tasks out again."""
-    done = run(Manager.chosen(url, token), lambda client: client.resume_stage_type(stage_type))
-    _said(done, "resumed")
+pause = _switch(
+    "pause",
+    JobnikClient.pause_stage_type,
+    "paused",
+    "Hand out none of the stage type's tasks, in any job, until it is resumed (running"
+    " tasks go on).",
+)
+resume = _switch(
+    "resume", JobnikClient.resume_stage_type, "resumed", "Hand the stage type's tasks out again."
+)
 
 
 @app.command("limit")
@@ -96,11 +110,12 @@ def limit(
     _said(done, f"limited to {limits_text(done)}")
 
 
-@app.command("unlimit")
-def unlimit(stage_type: StageType, url: Url = None, token: Token = None) -> None:
-    """Hand the stage type's tasks out without limits again."""
-    done = run(Manager.chosen(url, token), lambda client: client.unlimit_stage_type(stage_type))
-    _said(done, "unlimited")
+unlimit = _switch(
+    "unlimit",
+    JobnikClient.unlimit_stage_type,
+    "unlimited",
+    "Hand the stage type's tasks out without limits again.",
+)
 
 
 @app.command("flow")
@@ -136,7 +151,7 @@ def flow(
     out.print(table)
 
 
-def _said(done: dict[str, Any], what: str) -> None:
+def _said(done: Said, what: str) -> None:
     output.stdout().print(f"stage type {escape(done['type'])} {what}", soft_wrap=True)
 
 
