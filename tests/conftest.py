@@ -174,6 +174,8 @@ TABLES = (
     "schedule_runs",
     "schedules",
     "stage_type_limits",
+    "workflow_jobs",
+    "workflows",
 )
 
 

@@ -496,3 +496,14 @@ async def test_the_open_job_spec_binding_keeps_the_roles_and_words_refusals_its_
     # The manifest and health are open, as /openapi.json and the probes are.
     for path in ("/ojs/manifest", "/ojs/v1/health"):
         assert (await authed.call(None, "GET", path)).status_code == 200
+    # A workflow is its creator's: another producer may neither read nor cancel it.
+    chain = {"type": "chain", "steps": [push, push]}
+    assert (await authed.call("worker", "POST", "/ojs/v1/workflows", chain)).status_code == 403
+    made = await authed.call("alice", "POST", "/ojs/v1/workflows", chain)
+    assert made.status_code == 201, made.text
+    path = f"/ojs/v1/workflows/{made.json()['workflow']['id']}"
+    for method in ("GET", "DELETE"):
+        assert (await authed.call("bob", method, path)).status_code == 403
+    assert (await authed.call("alice", "GET", path)).json()["workflow"]["state"] == "running"
+    cancelled = await authed.call("alice", "DELETE", path)
+    assert cancelled.status_code == 200 and cancelled.json()["workflow"]["state"] == "cancelled"

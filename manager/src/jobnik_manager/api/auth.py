@@ -146,6 +146,9 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("GET", "/ojs/v1/dead-letter"): Action.LIST,
     ("POST", "/ojs/v1/dead-letter/{taskId}/retry"): Action.RETRY,
     ("DELETE", "/ojs/v1/dead-letter/{taskId}"): Action.RETRY,
+    ("POST", "/ojs/v1/workflows"): Action.CREATE,
+    ("GET", "/ojs/v1/workflows/{workflowId}"): Action.READ,
+    ("DELETE", "/ojs/v1/workflows/{workflowId}"): Action.CONTROL,
     ("GET", "/v1/tokens"): Action.ADMIN,
     ("POST", "/v1/tokens"): Action.ADMIN,
     ("DELETE", "/v1/tokens/{name}"): Action.ADMIN,
@@ -326,6 +329,8 @@ async def _facts(s: AsyncSession, route: str, params: dict[str, str], body: Any)
     if route.startswith(("/v1/schedules/", "/ojs/v1/cron/")):
         return await schedules.owner_of(s, params["name"])
     named = {k: _ids([v]) for k, v in params.items()}
+    if named.get("workflowId"):
+        return await ownership.of_workflow(s, named["workflowId"][0])
     if named.get("taskId"):
         return await ownership.of_tasks(s, named["taskId"])
     if named.get("stageId"):

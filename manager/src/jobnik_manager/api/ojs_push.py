@@ -4,14 +4,17 @@ or the refusal that names the first field wrong. The spec's retry policy becomes
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from uuid6 import uuid7
 
 from ..domain import ojs
 from ..domain.retry import RetryPolicy
-from ..services.specs import NewTask
+from ..services.specs import NewJob, NewStage, NewTask
+from .auth import creator
 from .ojs_wire import OjsError, invalid
 
 _KNOWN = frozenset({"type", "args", "id", "meta", "options", "specversion", "schema", "queue"})
@@ -20,7 +23,26 @@ _SYSTEM = frozenset(
 )
 
 
-def new_task(body: dict[str, Any], now: datetime) -> tuple[str, str, int, NewTask]:
+def new_job(
+    body: dict[str, Any], now: datetime, mark: dict[str, Any] | None = None, waiting: bool = False
+) -> NewJob:
+    """A PUSH body's job: one stage, its queue, of one task, its id the OJS job's.
+    `mark`: the workflow it is part of, kept in the task's data; `waiting`: its stage
+    WAITING (a batch's callback, until its batch fires it)."""
+    kind, queue, priority, task = new_task(body, now, mark)
+    task = replace(task, id=task.id or uuid.UUID(str(uuid7())))
+    return NewJob(
+        name=kind[:50],
+        data={},
+        priority=ojs.priority_of(priority),
+        owner=creator(),
+        stages=[NewStage(type=queue, data={}, tasks=[task], start_as_waiting=waiting)],
+    )
+
+
+def new_task(
+    body: dict[str, Any], now: datetime, mark: dict[str, Any] | None = None
+) -> tuple[str, str, int, NewTask]:
     """A PUSH body as the task it makes (with its type, queue and priority), or the
     refusal that names the first field wrong."""
     kind = body.get("type")
@@ -59,6 +81,8 @@ def new_task(body: dict[str, Any], now: datetime) -> tuple[str, str, int, NewTas
     data = {"type": kind, "args": args, "meta": meta, "priority": priority}
     if extra:
         data["extra"] = extra
+    if mark is not None:
+        data["workflow"] = mark
     task = NewTask(
         data=data,
         max_attempts=max(attempts, 1),
@@ -135,7 +159,3 @@ def _time(value: object, name: str, now: datetime) -> datetime | None:
     if at is None or at.tzinfo is None:
         raise invalid(f"options.{name}: an RFC 3339 time with its zone, or +PT<n>S from now")
     return at
-
-
-def fields_of(task: NewTask) -> dict[str, Any]:
-    return {name: getattr(task, name) for name in task.__slots__}

@@ -81,6 +81,9 @@ def envelope(task: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         "enqueued_at": when(task["not_before"] or task["creation_time"]),
     }
     job.update(data.get("extra", {}))
+    workflow = data.get("workflow")
+    if isinstance(workflow, dict):
+        job["workflow_id"] = workflow.get("id")
     if task["not_before"] is not None and state is State.SCHEDULED:
         job["scheduled_at"] = when(task["not_before"])
     if task.get("expires_at") is not None:

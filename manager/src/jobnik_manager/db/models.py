@@ -433,6 +433,42 @@ class ScheduleRun(Base):
     made_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
+class Workflow(Base):
+    """An Open Job Spec workflow (migration 0014): a chain (one job, a stage a step), a
+    group or a batch (a job each). A batch's callbacks are jobs made with it, their
+    stage WAITING; `fired_at` is set once, when its jobs are all final and the
+    callbacks due are approved (the others aborted)."""
+
+    __tablename__ = "workflows"
+    __table_args__ = (
+        _partial_index(
+            "ix_workflows_unfired",
+            "created_at",
+            "kind = 'batch' AND fired_at IS NULL AND cancelled_at IS NULL",
+        ),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(8))  # chain, group, batch
+    name: Mapped[str | None] = mapped_column(String(200), default=None)
+    owner: Mapped[str | None] = mapped_column(String(100), default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    fired_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    cancelled_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+
+
+class WorkflowJob(Base):
+    """A job of a workflow, at its position: `role` "job" for the work, or the outcome
+    a batch's callback waits for (on_complete, on_success, on_failure)."""
+
+    __tablename__ = "workflow_jobs"
+
+    workflow_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    role: Mapped[str] = mapped_column(String(12))
+    job_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+
+
 # The tables, typed as such, for Core statements on the hot paths.
 JOBS = cast(Table, Job.__table__)
 IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)

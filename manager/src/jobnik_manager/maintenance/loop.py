@@ -10,6 +10,7 @@ from ..db.engine import Database
 from ..services.claimability import open_due_retries
 from ..services.schedules import JobBuilder, fire_due
 from ..services.workers import forget_gone
+from ..services.workflows import fire_due_batches
 from .cleanup import forget_old_keys
 from .expiry import expire
 from .reaper import reap_expired
@@ -23,7 +24,8 @@ CLEANUP_EVERY = 60  # ticks
 async def run_tick(db: Database, build: JobBuilder | None = None) -> None:
     """One tick's work on time: expired leases, tasks due (retry delays over, their
     not-before come), attempts past their time limit, jobs past their deadline, jobs and
-    tasks past their expiry not started, and, given
+    tasks past their expiry not started, the callbacks of batches whose jobs all ended,
+    and, given
     how a schedule's job is made (`build`), the runs of schedules due."""
     reaped = await reap_expired(db)
     opened = await open_due_retries(db)
@@ -31,16 +33,19 @@ async def run_tick(db: Database, build: JobBuilder | None = None) -> None:
     past_deadline = await enforce_deadlines(db)
     expired = await expire(db)
     runs = 0 if build is None else await fire_due(db, build)
-    if reaped or opened or timed_out or past_deadline or expired or runs:
+    batches = await fire_due_batches(db)
+    if reaped or opened or timed_out or past_deadline or expired or runs or batches:
         log.info(
             "maintenance: %d expired leases reaped, %d tasks due, %d attempts timed out, "
-            "%d jobs past their deadline, %d jobs and tasks expired, %d schedule runs",
+            "%d jobs past their deadline, %d jobs and tasks expired, %d schedule runs, "
+            "%d batches' callbacks fired",
             reaped,
             opened,
             timed_out,
             past_deadline,
             expired,
             runs,
+            batches,
         )
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.models import Job, Stage, Task
+from ..db.models import Job, Stage, Task, Workflow, WorkflowJob
 from ..domain.auth import Facts
 
 
@@ -51,3 +51,15 @@ async def of_tasks(s: AsyncSession, task_ids: Iterable[uuid.UUID]) -> Facts:
     return Facts(
         True, owners.pop() if len(owners) == 1 else None, frozenset(r.stage_type for r in rows)
     )
+
+
+async def of_workflow(s: AsyncSession, workflow_id: uuid.UUID) -> Facts:
+    owner = (await s.execute(select(Workflow.owner).where(Workflow.id == workflow_id))).first()
+    if owner is None:
+        return Facts()
+    types = await s.scalars(
+        select(Stage.type)
+        .join(WorkflowJob, WorkflowJob.job_id == Stage.job_id)
+        .where(WorkflowJob.workflow_id == workflow_id)
+    )
+    return Facts(True, owner.owner, frozenset(types))

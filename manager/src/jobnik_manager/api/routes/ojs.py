@@ -19,7 +19,6 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from uuid6 import uuid7
 
 from ... import __version__
 from ...db.engine import Database
@@ -34,10 +33,10 @@ from ...services.claims import claim
 from ...services.dead_letters import failures_of
 from ...services.leases import Beat, HeartbeatAnswer, heartbeats
 from ...services.reports import Report, expire_lease_if_due, settle
-from ...services.specs import NewJob, NewStage, NewTask
-from ..auth import creator
+from ...services.specs import NewJob
+from ...services.workflows import batch_of, fire_callbacks, mark_of, parent_results
 from ..deps import DatabaseDep
-from ..ojs_push import fields_of, new_task
+from ..ojs_push import new_job
 from ..ojs_wire import (
     BASE,
     OjsError,
@@ -82,7 +81,7 @@ async def manifest(request: Request) -> Response:
                 "rate_limiting": False,
                 "schema_validation": False,
                 "unique_jobs": False,
-                "workflows": False,
+                "workflows": True,
                 "pause_resume": False,
             },
             "extensions": [],
@@ -114,19 +113,6 @@ async def health(db: DatabaseDep) -> Response:
     return json_response({"status": "ok", "version": ojs.SPEC_VERSION, "backend": backend}, 200)
 
 
-def _new_job(body: dict[str, Any], now: datetime) -> NewJob:
-    """A PUSH body's job: one stage, its queue, of one task, its id the OJS job's."""
-    kind, queue, priority, task = new_task(body, now)
-    task = NewTask(**{**fields_of(task), "id": task.id or uuid.UUID(str(uuid7()))})
-    return NewJob(
-        name=kind[:50],
-        data={},
-        priority=ojs.priority_of(priority),
-        owner=creator(),
-        stages=[NewStage(type=queue, data={}, tasks=[task])],
-    )
-
-
 async def _create(db: Database, new: list[NewJob]) -> list[Mapping[str, Any]]:
     """The jobs made in one transaction (all or none); their tasks, in order."""
     ids = [job.stages[0].tasks[0].id for job in new]
@@ -148,7 +134,7 @@ async def _create(db: Database, new: list[NewJob]) -> list[Mapping[str, Any]]:
 async def push(request: Request, db: DatabaseDep) -> Response:
     """PUSH: enqueue one job (a job of one stage, its queue, of one task)."""
     now = db.clock.now()
-    [made] = await _create(db, [_new_job(await read_body(request), now)])
+    [made] = await _create(db, [new_job(await read_body(request), now)])
     location = {"Location": f"{BASE}/jobs/{made['id']}"}
     return answer({"job": envelope(made, now)}, 201, location)
 
@@ -165,7 +151,7 @@ async def push_many(request: Request, db: DatabaseDep) -> Response:
         if not isinstance(item, dict):
             raise invalid(f"jobs[{index}]: a JSON object")
         try:
-            new.append(_new_job(item, now))
+            new.append(new_job(item, now))
         except OjsError as refused:
             raise OjsError(refused.http_status, refused.code, f"jobs[{index}]: {refused}") from None
     made = await _create(db, new)
@@ -202,6 +188,7 @@ async def cancel(db: DatabaseDep, taskId: str) -> Response:
         await in_transaction(db, jobs.change_status, task["job_id"], JobStatus.ABORTED)
     except DomainError as exc:
         raise conflict(task, previous, "cancel") from exc
+    await _batch_turn(db, task)
     job = envelope(await task_of(db, taskId), db.clock.now())
     return answer({"job": {**job, "previous_state": previous.value}}, 200)
 
@@ -242,7 +229,14 @@ async def fetch(request: Request, db: DatabaseDep) -> Response:
             got = await claim(db, [queue], limit=left, lease=lease, worker=worker)
             claimed.extend(columns(row) for row in got.rows)
     now = db.clock.now()
-    return answer({"jobs": [envelope(t, now) for t in claimed]}, 200)
+    jobs = [envelope(t, now) for t in claimed]
+    for job, task in zip(jobs, claimed, strict=True):
+        mark = mark_of(task["data"])
+        if mark is not None:  # a chain's step or a batch's callback sees what came before
+            parents = await in_transaction(db, parent_results, mark)
+            if parents is not None:
+                job["parent_results"] = parents
+    return answer({"jobs": jobs}, 200)
 
 
 async def _report(db: Any, body: dict[str, Any], report: Report, doing: str) -> Mapping[str, Any]:
@@ -258,7 +252,16 @@ async def _report(db: Any, body: dict[str, Any], report: Report, doing: str) -> 
     [answer] = await settle(db, [(uuid.UUID(str(task["id"])), report)])
     if isinstance(answer, DomainError):
         raise conflict(task, state, doing) from answer
+    await _batch_turn(db, task)
     return columns(answer)
+
+
+async def _batch_turn(db: Database, task: Mapping[str, Any]) -> None:
+    """A batch's job has ended: its callbacks fire now if it was the last (the
+    maintenance tick fires those whose last job ended by another way)."""
+    batch = batch_of(task["data"])
+    if batch is not None:
+        await in_transaction(db, fire_callbacks, batch)
 
 
 @router.post(f"{BASE}/workers/ack")
