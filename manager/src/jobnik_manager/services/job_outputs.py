@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import now_in, principal_in
 from ..db.models import JOBS, JobAsset
 from .loading import load_job, load_task
-from .pages import PageRequest
+from .pages import PageRequest, PageResult, paginate
 from .task_events import holder_only
 
 
@@ -68,15 +68,12 @@ async def set_job_result(
 
 async def list_assets(
     s: AsyncSession, job_id: uuid.UUID, page: PageRequest
-) -> tuple[int, list[JobAsset]]:
+) -> PageResult[JobAsset]:
     """One page of the job's assets, oldest first, and how many it has."""
     await load_job(s, job_id)  # 404 for a job that is not there
-    total = await s.scalar(select(func.count()).where(JobAsset.job_id == job_id))
-    found = await s.scalars(
+    stmt = (
         select(JobAsset)
         .where(JobAsset.job_id == job_id)
         .order_by(JobAsset.created_at, JobAsset.position)
-        .offset(page.offset)
-        .limit(page.page_size)
     )
-    return total or 0, list(found)
+    return await paginate(s, stmt, page)

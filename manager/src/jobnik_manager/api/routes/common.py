@@ -4,22 +4,28 @@ No `from __future__ import annotations` here: the route's annotations name a loc
 """
 
 import uuid
-from collections.abc import Sequence
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 from fastapi import APIRouter, Body, Path
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...db.engine import Database
 from ...db.models import Job, Stage, Task
 from ...services import progress as progress_of
 from ...services.jobs import stages_by_job
+from ...services.pages import PageResult
 from ...services.stages import tasks_by_stage
 from ...services.user_metadata import replace_user_metadata
 from ..deps import DatabaseDep, InlineTasks
 from ..json_values import JsonObject
 from ..presenters import job_out, stage_out
-from ..schemas import ErrorMessage, JobOut, OkMessage, StageOut
+from ..schemas import ErrorMessage, JobOut, OkMessage, Page, StageOut
 from ..transaction import in_transaction
+
+P = ParamSpec("P")
+RowT = TypeVar("RowT")
+OutT = TypeVar("OutT")
 
 Responses = dict[int | str, dict[str, object]]
 ERRORS: Responses = {
@@ -44,6 +50,23 @@ LEASE_ERRORS: Responses = {
     **ERRORS,
     409: {"model": ErrorMessage, "description": "LEASE_LOST"},
 }
+
+
+async def one_page(
+    db: Database,
+    out: Callable[[RowT], OutT],
+    find: Callable[Concatenate[AsyncSession, P], Awaitable[PageResult[RowT]]],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> Page[OutT]:
+    """The page `find(session, *args, **kwargs)` finds, in one transaction, each of its
+    items answered as `out` gives it."""
+
+    async def work(s: AsyncSession) -> Page[OutT]:
+        found = await find(s, *args, **kwargs)
+        return Page[OutT](total=found.total, items=[out(row) for row in found.items])
+
+    return await in_transaction(db, work)
 
 
 async def stages_out(

@@ -19,7 +19,7 @@ from ..presenters import job_response
 from ..same_named import same_named
 from ..schemas import AssetOut, AssetsIn, AssetsOut, JobOut, JobResultIn, Page
 from ..transaction import in_transaction
-from .common import ERRORS, LEASE_ERRORS
+from .common import ERRORS, LEASE_ERRORS, one_page
 
 router = APIRouter(tags=["outputs"], route_class=EdgeRoute)
 
@@ -82,5 +82,4 @@ async def set_job_result(db: DatabaseDep, taskId: uuid.UUID, payload: JobResultI
 )
 async def list_assets(db: DatabaseDep, jobId: uuid.UUID, page: PageDep) -> Page[AssetOut]:
     """One page of the job's assets, in the order they were recorded."""
-    total, found = await in_transaction(db, job_outputs.list_assets, jobId, page)
-    return Page[AssetOut](total=total, items=[asset_out(a) for a in found])
+    return await one_page(db, asset_out, job_outputs.list_assets, jobId, page)

@@ -25,14 +25,11 @@ from ..edge import EdgeRoute
 from ..json_values import no_nul
 from ..presenters import json_response
 from ..same_named import same_named
-from ..schemas import ErrorMessage, Inbound, JobCreate, OkMessage, Outbound, Page
+from ..schemas import Inbound, JobCreate, OkMessage, Outbound, Page
 from ..transaction import in_transaction
+from .common import ERRORS, one_page
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=EdgeRoute)
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorMessage},
-    404: {"model": ErrorMessage},
-}
 
 ScheduleName = Annotated[str, Path(min_length=1, max_length=100)]
 Text = Annotated[str, Field(strict=True), AfterValidator(no_nul)]
@@ -136,12 +133,7 @@ def _dumped(out: Outbound, status: int = 200) -> Response:
 @router.get("", response_model=Page[ScheduleOut], response_model_exclude_none=True)
 async def list_schedules(db: DatabaseDep, page: PageDep) -> Page[ScheduleOut]:
     """The schedules by name (a producer's own only)."""
-
-    async def work(s: AsyncSession) -> Page[ScheduleOut]:
-        found = await service.find(s, listing_owner(), page)
-        return Page[ScheduleOut](total=found.total, items=[schedule_out(r) for r in found.items])
-
-    return await in_transaction(db, work)
+    return await one_page(db, schedule_out, service.find, listing_owner(), page)
 
 
 @router.put("/{name}", response_model=ScheduleOut, responses=ERRORS)
@@ -193,9 +185,4 @@ async def run_schedule(db: DatabaseDep, name: ScheduleName) -> Response:
 @router.get("/{name}/runs", response_model=Page[ScheduleRunOut], responses=ERRORS)
 async def schedule_runs(db: DatabaseDep, name: ScheduleName, page: PageDep) -> Page[ScheduleRunOut]:
     """The schedule's runs, the latest first: each time's job, or why it made none."""
-
-    async def work(s: AsyncSession) -> Page[ScheduleRunOut]:
-        found = await service.runs(s, name, page)
-        return Page[ScheduleRunOut](total=found.total, items=[run_out(r) for r in found.items])
-
-    return await in_transaction(db, work)
+    return await one_page(db, run_out, service.runs, name, page)

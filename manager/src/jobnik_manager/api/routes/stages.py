@@ -31,7 +31,7 @@ from ..schemas import (
     TaskOut,
 )
 from ..transaction import in_transaction
-from .common import CREATES, ERRORS, add_user_metadata_route, stages_out
+from .common import CREATES, ERRORS, add_user_metadata_route, one_page, stages_out
 
 router = APIRouter(prefix="/v1/stages", tags=["stages"], route_class=CreateRoute)
 StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
@@ -103,11 +103,7 @@ async def change_stage_status(
     responses=ERRORS,
 )
 async def get_stage_tasks(db: DatabaseDep, stageId: uuid.UUID, page: PageDep) -> Page[TaskOut]:
-    async def work(s: AsyncSession) -> Page[TaskOut]:
-        result = await stage_service.tasks_of_stage(s, stageId, page)
-        return Page[TaskOut](total=result.total, items=[task_out(t) for t in result.items])
-
-    return await in_transaction(db, work)
+    return await one_page(db, task_out, stage_service.tasks_of_stage, stageId, page)
 
 
 @router.post("/{stageId}/tasks", response_model=list[TaskOut], **CREATES)

@@ -53,7 +53,7 @@ from ..schemas import (
     TaskStatusReport,
 )
 from ..transaction import in_transaction
-from .common import ERRORS, LEASE_ERRORS, add_user_metadata_route
+from .common import ERRORS, LEASE_ERRORS, add_user_metadata_route, one_page
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"], route_class=EdgeRoute)
 
@@ -211,11 +211,7 @@ async def find_tasks(
         created=created,
     )
 
-    async def work(s: AsyncSession) -> Page[TaskOut]:
-        result = await task_service.find_tasks(s, f, page)
-        return Page[TaskOut](total=result.total, items=[task_out(t) for t in result.items])
-
-    return await in_transaction(db, work)
+    return await one_page(db, task_out, task_service.find_tasks, f, page)
 
 
 @router.get("/{taskId}", response_model=TaskOut, response_model_exclude_none=True, responses=ERRORS)
