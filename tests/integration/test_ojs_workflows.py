@@ -17,8 +17,9 @@ from sqlalchemy import func, select
 
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Event, Job, Workflow
+from jobnik_manager.db.models import Event, Job, Workflow, WorkflowJob
 from jobnik_manager.maintenance.reaper import reap_expired
+from jobnik_manager.maintenance.retention import delete_finished_before
 from jobnik_manager.services.workflows import fire_callbacks, fire_due_batches
 
 from ..support.api import Api, unique
@@ -358,3 +359,25 @@ async def test_an_unknown_workflow_is_not_found_in_the_specs_shape(
     for name in (str(uuid.uuid4()), "not-an-id", "x" * 300):
         refused(await call(client, "GET", f"/v1/workflows/{name}", expect=404), "not_found")
         refused(await call(client, "DELETE", f"/v1/workflows/{name}", expect=404), "not_found")
+
+
+async def test_retention_takes_a_workflow_with_its_last_job(
+    client: httpx.AsyncClient, db: Database, clock: ManualClock
+) -> None:
+    queue = unique("g").lower()
+    done = await create(client, {"type": "group", "jobs": [job("r.a", queue), job("r.b", queue)]})
+    for fetched in await fetch(client, queue, count=2):
+        await ack(client, fetched["id"])
+    half = await create(client, {"type": "group", "jobs": [job("r.c", queue), job("r.d", queue)]})
+    [one] = await fetch(client, queue)
+    await ack(client, one["id"])
+    clock.advance(timedelta(days=2))
+    deleted = await delete_finished_before(db, clock.now() - timedelta(days=1))
+    assert deleted.jobs == 3
+    refused(await call(client, "GET", f"/v1/workflows/{done['id']}", expect=404), "not_found")
+    kept = await read(client, half["id"])  # its job still open keeps it
+    assert (kept["state"], kept["jobs_total"]) == ("running", 1)
+    members = await db.transaction(
+        lambda s: s.scalar(select(func.count()).select_from(WorkflowJob))
+    )
+    assert members == 1

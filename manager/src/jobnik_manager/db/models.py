@@ -466,7 +466,7 @@ class WorkflowJob(Base):
     workflow_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
     role: Mapped[str] = mapped_column(String(12))
-    job_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+    job_id: Mapped[uuid.UUID] = mapped_column(Uuid, index=True)
 
 
 # The tables, typed as such, for Core statements on the hot paths.

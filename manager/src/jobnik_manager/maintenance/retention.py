@@ -12,11 +12,20 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, delete, func, select
+from sqlalchemy import ColumnElement, delete, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database
-from ..db.models import DeadLetterDiscard, Event, Job, JobAsset, Stage, Task
+from ..db.models import (
+    DeadLetterDiscard,
+    Event,
+    Job,
+    JobAsset,
+    Stage,
+    Task,
+    Workflow,
+    WorkflowJob,
+)
 from ..domain.statuses import JobStatus
 
 BATCH = 500
@@ -77,6 +86,7 @@ async def delete_some(s: AsyncSession, before: datetime) -> Deleted:
         delete(Job).where(Job.id.in_(ids), Job.status.in_(_FINAL)).returning(Job.id)
     )
     gone = list(jobs.scalars())
+    await _forget_workflow_jobs(s, gone)
     return Deleted(
         jobs=len(gone),
         stages=_count(stages),
@@ -84,6 +94,21 @@ async def delete_some(s: AsyncSession, before: datetime) -> Deleted:
         events=_count(events),
         job_ids=gone,
     )
+
+
+async def _forget_workflow_jobs(s: AsyncSession, job_ids: list[uuid.UUID]) -> None:
+    """The deleted jobs leave their workflows; a workflow left with none goes too."""
+    if not job_ids:
+        return
+    left = await s.execute(
+        delete(WorkflowJob)
+        .where(WorkflowJob.job_id.in_(job_ids))
+        .returning(WorkflowJob.workflow_id)
+    )
+    touched = set(left.scalars())
+    if touched:
+        still = exists().where(WorkflowJob.workflow_id == Workflow.id)
+        await s.execute(delete(Workflow).where(Workflow.id.in_(touched), ~still))
 
 
 def _count(result: object) -> int:

@@ -4,6 +4,7 @@ A row per workflow (a chain, a group or a batch) and one per job it holds, in or
 (`workflow_jobs`: a chain's one job, a group's or a batch's jobs, a batch's callback
 jobs named by the outcome each waits for). `fired_at` is set once, in the transaction
 that approves the callbacks due; `ix_workflows_unfired` holds the batches still to fire.
+Retention deletes a job's row here with the job, and a workflow with its last job.
 """
 
 from typing import Any
@@ -49,9 +50,11 @@ def upgrade() -> None:
         op.create_table(table, *made, sa.PrimaryKeyConstraint(*key, name=f"pk_{table}"))
     index = ("ix_workflows_unfired", "workflows", ["created_at"])
     op.create_index(*index, postgresql_where=UNFIRED, sqlite_where=UNFIRED)
+    op.create_index("ix_workflow_jobs_job_id", "workflow_jobs", ["job_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_workflow_jobs_job_id", table_name="workflow_jobs")
     op.drop_index("ix_workflows_unfired", table_name="workflows")
     for table in reversed(TABLES):
         op.drop_table(table)
