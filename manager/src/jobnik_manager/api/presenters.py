@@ -135,24 +135,28 @@ def _same(value: Any) -> Any:
 
 
 OptionalField = tuple[str, str, Callable[[Any], Any]]  # JSON key, column, conversion
+
+
+def _optional(*fields: tuple[str, Callable[[Any], Any]]) -> tuple[OptionalField, ...]:
+    """Each (column, conversion) with its JSON key: TaskOut's name for it."""
+    return tuple((TaskOut.model_fields[c].alias or c, c, convert) for c, convert in fields)
+
+
 # In TaskOut's field order, each given only when set.
-_OPTIONAL_BEFORE_TRACEPARENT: Sequence[OptionalField] = (
-    ("startTime", "start_time", _time),
-    ("endTime", "end_time", _time),
-)
-_OPTIONAL_AFTER_TRACEPARENT: Sequence[OptionalField] = (
-    ("tracestate", "tracestate", _same),
-    ("leaseId", "lease_id", _id),
-    ("leaseExpiresAt", "lease_expires_at", _time),
-    ("worker", "worker", _same),
-    ("progress", "progress", _same),
-    ("progressMessage", "progress_message", _same),
-    ("notBefore", "not_before", _time),
-    ("retryPolicy", "retry_policy", _same),
-    ("timeoutSeconds", "timeout_seconds", _same),
-    ("reason", "reason", _same),
-    ("result", "result", _same),
-    ("expiresAt", "expires_at", _time),
+_OPTIONAL_BEFORE_TRACEPARENT = _optional(("start_time", _time), ("end_time", _time))
+_OPTIONAL_AFTER_TRACEPARENT = _optional(
+    ("tracestate", _same),
+    ("lease_id", _id),
+    ("lease_expires_at", _time),
+    ("worker", _same),
+    ("progress", _same),
+    ("progress_message", _same),
+    ("not_before", _time),
+    ("retry_policy", _same),
+    ("timeout_seconds", _same),
+    ("reason", _same),
+    ("result", _same),
+    ("expires_at", _time),
 )
 
 
