@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json as jsonlib
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -33,6 +33,11 @@ def _time(text: str | None, option: str) -> datetime | None:
     return time if time.tzinfo is not None else time.replace(tzinfo=UTC)
 
 
+def _created(flag: str, side: str) -> Any:
+    """An option bounding when the jobs listed were created, read by `_time`."""
+    return typer.Option(flag, help=f"Created at or {side} (ISO 8601; UTC if no zone).")
+
+
 @app.command("list")
 def list_jobs(
     status: Annotated[
@@ -46,12 +51,8 @@ def list_jobs(
     priority: Annotated[
         Priority | None, typer.Option("--priority", help="Only jobs of this priority.")
     ] = None,
-    from_: Annotated[
-        str | None, typer.Option("--from", help="Created at or after (ISO 8601; UTC if no zone).")
-    ] = None,
-    to: Annotated[
-        str | None, typer.Option("--to", help="Created at or before (ISO 8601; UTC if no zone).")
-    ] = None,
+    from_: Annotated[str | None, _created("--from", "after")] = None,
+    to: Annotated[str | None, _created("--to", "before")] = None,
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=_PAGE, help="How many of the newest jobs.")
     ] = 20,
