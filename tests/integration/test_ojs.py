@@ -82,6 +82,9 @@ async def test_the_manifest_declares_level_0_over_http_and_health_is_ok(
     assert (manifest["specversion"], manifest["conformance_level"]) == ("1.0", 0)
     assert manifest["protocols"] == ["http"] and manifest["implementation"]["name"] == "jobnik"
     assert manifest["endpoints"]["health"] == "/ojs/v1/health"
+    # What it has, beyond the level it declares; schema validation it has not.
+    capabilities = manifest["capabilities"]
+    assert {name for name, has in capabilities.items() if not has} == {"schema_validation"}
     health = await call(client, "GET", "/v1/health")
     assert health["status"] == "ok" and health["backend"]["status"] == "connected"
 

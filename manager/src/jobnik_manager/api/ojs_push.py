@@ -12,8 +12,17 @@ from pydantic import TypeAdapter, ValidationError
 from uuid6 import uuid7
 
 from ..domain import ojs
+from ..domain.ojs import State
+from ..domain.ojs_unique import (
+    DEFAULT_STATES,
+    DIMENSIONS,
+    OnConflict,
+    UniquePolicy,
+    missing_args_keys,
+)
 from ..domain.retry import RetryPolicy
 from ..services.specs import NewJob, NewStage, NewTask
+from ..services.stage_type_limits import LimitSpec
 from .auth import creator
 from .ojs_wire import OjsError, invalid
 
@@ -159,3 +168,110 @@ def _time(value: object, name: str, now: datetime) -> datetime | None:
     if at is None or at.tzinfo is None:
         raise invalid(f"options.{name}: an RFC 3339 time with its zone, or +PT<n>S from now")
     return at
+
+
+def unique_of(body: dict[str, Any]) -> tuple[UniquePolicy, str] | None:
+    """The PUSH's unique policy (`options.unique`, or `unique` beside them) and the
+    job's fingerprint under it; None without one. Called once `new_task` passed the
+    body, so its type, queue, args and meta are sound."""
+    options = body.get("options", {})
+    given = options.get("unique", body.get("unique"))
+    if given is None:
+        return None
+    if not isinstance(given, dict):
+        raise invalid("options.unique: a JSON object")
+    keys = given.get("keys", ["type"])
+    if not isinstance(keys, list) or not set(keys) <= DIMENSIONS or not keys:
+        raise invalid("unique.keys: some of type, queue, args, meta")
+    args, meta = body["args"], body.get("meta", {})
+    args_keys = _names(given.get("args_keys"), "args_keys")
+    if args_keys is not None and (missing := missing_args_keys(args, args_keys)):
+        raise invalid(f"unique.args_keys: not in the job's args: {', '.join(missing)}")
+    meta_keys = _names(given.get("meta_keys"), "meta_keys") or ()
+    if "meta" in keys and not meta_keys:
+        raise invalid("unique.meta_keys: required when keys holds meta")
+    period = None
+    if given.get("period") is not None:
+        period = _duration(given["period"], "unique.period")
+    states = given.get("states", [s.value for s in DEFAULT_STATES])
+    if not isinstance(states, list) or not states or not set(states) <= {s.value for s in State}:
+        raise invalid("unique.states: job states (available, active, scheduled, ...)")
+    try:
+        on_conflict = OnConflict(given.get("on_conflict", OnConflict.REJECT))
+    except ValueError:
+        raise invalid(
+            "unique.on_conflict: reject, ignore, replace or replace_except_schedule"
+        ) from None
+    policy = UniquePolicy(
+        frozenset(keys),
+        args_keys,
+        meta_keys,
+        period,
+        frozenset(State(s) for s in states),
+        on_conflict,
+    )
+    queue = options.get("queue", body.get("queue", ojs.DEFAULT_QUEUE))
+    return policy, policy.fingerprint(body["type"], queue, args, meta)
+
+
+def _names(value: object, field: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise invalid(f"unique.{field}: a list of key names")
+    return tuple(value)
+
+
+def _duration(value: object, field: str) -> timedelta:
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        duration = _DURATION.validate_python(value)
+    except (ValueError, ValidationError):
+        raise invalid(f"{field}: an ISO 8601 duration such as PT1M") from None
+    if duration <= timedelta(0):
+        raise invalid(f"{field}: longer than nothing")
+    return duration
+
+
+def rate_limit_of(body: dict[str, Any]) -> LimitSpec | None:
+    """The PUSH's `options.rate_limit`, as its queue's limits: `concurrency` (jobs active
+    at once), `rate` (`limit` starts a `period`: a bucket of that many), `throttle` or
+    `max_per_second` (evenly spaced: a bucket of one). Limits belong to a queue here, so
+    a `key` must name the job's queue (or be left out), and a job past them waits."""
+    options = body.get("options", {})
+    given = options.get("rate_limit")
+    if given is None:
+        return None
+    if not isinstance(given, dict):
+        raise invalid("options.rate_limit: a JSON object")
+    queue = options.get("queue", body.get("queue", ojs.DEFAULT_QUEUE))
+    if given.get("key") not in (None, queue, f"queue:{queue}"):
+        raise invalid("rate_limit.key: the job's queue (limits here are a queue's)")
+    if given.get("on_limit", "wait") != "wait":
+        raise invalid("rate_limit.on_limit: wait (a job past the limit waits its turn)")
+    concurrency = given.get("concurrency")
+    if concurrency is not None and (type(concurrency) is not int or concurrency < 1):
+        raise invalid("rate_limit.concurrency: a positive integer")
+    rate, burst = None, None
+    if "max_per_second" in given:
+        per_second = given["max_per_second"]
+        if type(per_second) not in (int, float) or not per_second > 0:
+            raise invalid("rate_limit.max_per_second: a positive number")
+        rate, burst = float(per_second), 1
+    for name, spaced in (("throttle", True), ("rate", False)):
+        window = given.get(name)
+        if window is None:
+            continue
+        if (
+            not isinstance(window, dict)
+            or type(window.get("limit")) is not int
+            or window["limit"] < 1
+        ):
+            raise invalid(f"rate_limit.{name}: an object with a positive limit and a period")
+        seconds = _duration(window.get("period"), f"rate_limit.{name}.period").total_seconds()
+        limit = window["limit"]
+        rate, burst = limit / seconds, 1 if spaced else limit
+    if concurrency is None and rate is None:
+        raise invalid("rate_limit: concurrency, rate, throttle or max_per_second")
+    return LimitSpec(concurrency, rate, burst)

@@ -32,11 +32,12 @@ from ...services.claimability import open_due_retries
 from ...services.claims import claim
 from ...services.dead_letters import failures_of
 from ...services.leases import Beat, HeartbeatAnswer, heartbeats
+from ...services.ojs_pushes import Duplicate, Push, push_jobs
 from ...services.reports import Report, expire_lease_if_due, settle
-from ...services.specs import NewJob
+from ...services.unique_jobs import KeyTakenMeanwhile
 from ...services.workflows import batch_of, fire_callbacks, mark_of, parent_results
 from ..deps import DatabaseDep
-from ..ojs_push import new_job
+from ..ojs_push import new_job, rate_limit_of, unique_of
 from ..ojs_wire import (
     BASE,
     OjsError,
@@ -72,17 +73,17 @@ async def manifest(request: Request) -> Response:
             "protocols": ["http"],
             "backend": request.app.state.database.engine.dialect.name,
             "capabilities": {
-                "batch_enqueue": False,
-                "cron_jobs": False,
-                "dead_letter": False,
+                "batch_enqueue": True,
+                "cron_jobs": True,
+                "dead_letter": True,
                 "delayed_jobs": True,
-                "job_ttl": False,
+                "job_ttl": True,
                 "priority_queues": True,
-                "rate_limiting": False,
+                "rate_limiting": True,
                 "schema_validation": False,
-                "unique_jobs": False,
+                "unique_jobs": True,
                 "workflows": True,
-                "pause_resume": False,
+                "pause_resume": True,
             },
             "extensions": [],
             "endpoints": {
@@ -113,28 +114,41 @@ async def health(db: DatabaseDep) -> Response:
     return json_response({"status": "ok", "version": ojs.SPEC_VERSION, "backend": backend}, 200)
 
 
-async def _create(db: Database, new: list[NewJob]) -> list[Mapping[str, Any]]:
-    """The jobs made in one transaction (all or none); their tasks, in order."""
-    ids = [job.stages[0].tasks[0].id for job in new]
+def _push_of(body: dict[str, Any], now: datetime) -> Push:
+    """A PUSH body as what it makes: its job, its unique policy, its queue's limits."""
+    return Push(new_job(body, now), unique_of(body), rate_limit_of(body))
 
-    async def work(s: AsyncSession) -> list[Mapping[str, Any]]:
-        for job in new:
-            await jobs.create_job(s, job)
-        made = (await s.execute(select(TASKS).where(TASKS.c.id.in_(ids)))).mappings()
-        by_id = {row["id"]: row for row in made}
-        return [dict(by_id[task_id]) for task_id in ids]
+
+async def _create(db: Database, pushes: list[Push]) -> list[tuple[Mapping[str, Any], bool]]:
+    """The jobs made in one transaction (all or none): their tasks, in order, and
+    whether each was made (a duplicate ignored answers the job it duplicates)."""
+
+    async def work(s: AsyncSession) -> list[tuple[Mapping[str, Any], bool]]:
+        done = await push_jobs(s, pushes)
+        ids = [task_id for task_id, _ in done]
+        found = (await s.execute(select(TASKS).where(TASKS.c.id.in_(ids)))).mappings()
+        by_id = {row["id"]: dict(row) for row in found}
+        return [(by_id[task_id], made) for task_id, made in done]
 
     try:
-        return await in_transaction(db, work)
+        try:
+            return await in_transaction(db, work)
+        except KeyTakenMeanwhile:  # another push took a fingerprint first: look again
+            return await in_transaction(db, work)
     except IntegrityError as exc:  # an id is another job's (or twice in the batch)
         raise OjsError(409, "duplicate", "A job with one of these ids exists already.") from exc
+    except Duplicate as exc:
+        raise OjsError(409, "duplicate", str(exc)) from exc
 
 
 @router.post(f"{BASE}/jobs", status_code=201)
 async def push(request: Request, db: DatabaseDep) -> Response:
-    """PUSH: enqueue one job (a job of one stage, its queue, of one task)."""
+    """PUSH: enqueue one job (a job of one stage, its queue, of one task). A duplicate
+    its unique policy ignores answers 200 with the job it duplicates."""
     now = db.clock.now()
-    [made] = await _create(db, [new_job(await read_body(request), now)])
+    [(made, new)] = await _create(db, [_push_of(await read_body(request), now)])
+    if not new:
+        return answer({"job": envelope(made, now), "deduplicated": True}, 200)
     location = {"Location": f"{BASE}/jobs/{made['id']}"}
     return answer({"job": envelope(made, now)}, 201, location)
 
@@ -146,16 +160,16 @@ async def push_many(request: Request, db: DatabaseDep) -> Response:
     listed = body.get("jobs")
     if not isinstance(listed, list) or not 1 <= len(listed) <= BATCH_PUSH:
         raise invalid(f"jobs: required, a list of 1 to {BATCH_PUSH:,} jobs")
-    now, new = db.clock.now(), []
+    now, pushes = db.clock.now(), []
     for index, item in enumerate(listed):
         if not isinstance(item, dict):
             raise invalid(f"jobs[{index}]: a JSON object")
         try:
-            new.append(new_job(item, now))
+            pushes.append(_push_of(item, now))
         except OjsError as refused:
             raise OjsError(refused.http_status, refused.code, f"jobs[{index}]: {refused}") from None
-    made = await _create(db, new)
-    return answer({"jobs": [envelope(task, now) for task in made], "count": len(made)}, 201)
+    made = await _create(db, pushes)
+    return answer({"jobs": [envelope(task, now) for task, _ in made], "count": len(made)}, 201)
 
 
 @router.get(BASE + "/jobs/{taskId}")
