@@ -632,3 +632,61 @@ async def test_a_cron_job_makes_its_job_each_time_and_is_listed_and_removed(
         {**body, "name": unique("c"), "timezone": "Mars/Olympus"},
     ):
         refused(await call(client, "POST", "/v1/cron", bad, 400), "invalid_request")
+
+
+@pytest.mark.parametrize(
+    ("strategy", "waits"),
+    [("linear", [1000, 2000, 3000]), ("constant", [1000, 1000, 1000]), (None, [1000, 2000, 4000])],
+)
+async def test_a_retry_policys_backoff_strategy_sets_each_wait(
+    client: httpx.AsyncClient, clock: ManualClock, strategy: str | None, waits: list[int]
+) -> None:
+    queue = unique("q").lower()
+    retry: dict[str, Any] = {"max_attempts": 5, "initial_interval": "PT1S", "jitter": False}
+    if strategy is not None:
+        retry["backoff_strategy"] = strategy
+    job = await push(client, options={"queue": queue, "retry": retry})
+    error = {"message": "again", "retryable": True}
+    for wait in waits:
+        [active] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
+        said = await call(client, "POST", "/v1/workers/nack", {"job_id": job["id"], "error": error})
+        assert (active["id"], said["state"], said["retry_delay_ms"]) == (
+            job["id"],
+            "retryable",
+            wait,
+        )
+        clock.advance(timedelta(milliseconds=wait + 1))
+    bad = {**retry, "backoff_strategy": "fibonacci"}
+    refused(
+        await call(
+            client, "POST", "/v1/jobs", {"type": "a", "args": [], "options": {"retry": bad}}, 422
+        ),
+        "validation_error",
+    )
+
+
+async def test_a_jobs_own_visibility_timeout_is_its_lease_unless_the_fetch_names_one(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    queue = unique("q").lower()
+    options = {"queue": queue, "visibility_timeout_ms": 3000}
+    own, other = await push(client, options=options), await push(client, options=options)
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [queue], "worker_id": "w"})
+    named = {"queues": [queue], "worker_id": "w", "visibility_timeout_ms": 10_000}
+    await call(client, "POST", "/v1/workers/fetch", named)
+
+    async def state(job: dict[str, Any]) -> str:
+        said: str = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]["state"]
+        return said
+
+    clock.advance(timedelta(milliseconds=2000))
+    beat = {"worker_id": "w", "active_jobs": [own["id"]]}
+    assert (await call(client, "POST", "/v1/workers/heartbeat", beat))["jobs_extended"] == [
+        own["id"]
+    ]
+    clock.advance(timedelta(milliseconds=2500))  # 4.5 s in: the beat renewed it for 3 s
+    assert (await state(own), await state(other)) == ("active", "active")
+    clock.advance(timedelta(milliseconds=1000))  # 5.5 s: past its own 3 s since the beat
+    assert (await state(own), await state(other)) == ("retryable", "active")
+    bad = {"type": "a", "args": [], "options": {"visibility_timeout_ms": 10}}
+    refused(await call(client, "POST", "/v1/jobs", bad, 400), "invalid_request")

@@ -79,6 +79,11 @@ def new_task(
             raise invalid("id: a lowercase UUIDv7")
         task_id = uuid.UUID(given)
     attempts, policy = _retry(options.get("retry", options.get("retry_policy", {})))
+    visibility = options.get("visibility_timeout_ms")
+    if visibility is not None and (
+        type(visibility) is not int or not 1000 <= visibility <= 86_400_000
+    ):
+        raise invalid("options.visibility_timeout_ms: an integer from 1000 to 86400000")
     timeout_ms = options.get("timeout_ms")
     if timeout_ms is not None and (type(timeout_ms) is not int or timeout_ms < 1):
         raise invalid("options.timeout_ms: a positive integer")
@@ -92,6 +97,8 @@ def new_task(
         data["extra"] = extra
     if mark is not None:
         data["workflow"] = mark
+    if visibility is not None:  # its lease when a FETCH names none (api/routes/ojs.py)
+        data["visibility_ms"] = visibility
     task = NewTask(
         data=data,
         max_attempts=max(attempts, 1),
@@ -133,6 +140,9 @@ def _retry(retry: object) -> tuple[int, RetryPolicy]:
     coefficient = retry.get("backoff_coefficient", 2.0)
     if type(coefficient) not in (int, float) or not 1 <= coefficient <= 100:
         raise bad("backoff_coefficient", "a number from 1 to 100")
+    strategy = retry.get("backoff_strategy", "exponential")
+    if strategy not in ("exponential", "linear", "constant"):
+        raise bad("backoff_strategy", "exponential, linear or constant")
     jitter = retry.get("jitter", True)
     if not isinstance(jitter, bool):
         raise bad("jitter", "true or false")
@@ -141,10 +151,11 @@ def _retry(retry: object) -> tuple[int, RetryPolicy]:
         raise bad("non_retryable_errors", "a list of error types")
     policy = RetryPolicy(
         initial_delay=durations["initial_interval"],
-        multiplier=float(coefficient),
+        multiplier=1.0 if strategy == "constant" else float(coefficient),
         max_delay=durations["max_interval"],
         jitter=0.5 if jitter else 0.0,
         non_retryable=tuple(never),
+        linear=strategy == "linear",
     )
     return attempts, policy
 

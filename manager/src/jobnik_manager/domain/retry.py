@@ -15,8 +15,9 @@ DEFAULT_MAX_DELAY = timedelta(hours=1)
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff with a cap: initial, initial*m, initial*m^2, ... <= max_delay,
-    each wait spread down by up to `jitter` of it; a failure whose error type is one of
+    """Exponential backoff with a cap: initial, initial*m, initial*m^2, ... <= max_delay
+    (or, `linear`, initial, 2*initial, 3*initial, ...: an Open Job Spec strategy), each
+    wait spread down by up to `jitter` of it; a failure whose error type is one of
     `non_retryable` fails the task for good, whatever attempts it has left."""
 
     initial_delay: timedelta
@@ -24,10 +25,14 @@ class RetryPolicy:
     max_delay: timedelta = DEFAULT_MAX_DELAY
     jitter: float = 0.0
     non_retryable: tuple[str, ...] = ()
+    linear: bool = False
 
     def delay_after(self, failed_attempts: int, draw: float = 0.0) -> timedelta:
         """The wait after the n-th failed attempt (n >= 1); `draw`, uniform in [0, 1),
         places it within the jitter's spread (0: the longest)."""
+        if self.linear:
+            grown = min(self.initial_delay * max(failed_attempts, 0), self.max_delay)
+            return jittered(grown, self.jitter, draw)
         return jittered(retry_delay(self, failed_attempts), self.jitter, draw)
 
     def retries(self, error_type: str | None) -> bool:
@@ -44,6 +49,8 @@ class RetryPolicy:
             stored["jitter"] = self.jitter
         if self.non_retryable:
             stored["nonRetryableErrors"] = list(self.non_retryable)
+        if self.linear:
+            stored["backoff"] = "linear"
         return stored
 
     @classmethod
@@ -58,4 +65,5 @@ class RetryPolicy:
             ),
             jitter=float(raw.get("jitter", 0.0)),
             non_retryable=tuple(raw.get("nonRetryableErrors", ())),
+            linear=raw.get("backoff") == "linear",
         )

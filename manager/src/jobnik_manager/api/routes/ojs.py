@@ -226,7 +226,8 @@ async def fetch(request: Request, db: DatabaseDep) -> Response:
     worker = body.get("worker_id")
     if worker is not None and (not isinstance(worker, str) or not 0 < len(worker) <= 100):
         raise invalid("worker_id: a string of up to 100 characters")
-    visibility = body.get("visibility_timeout_ms", ojs.DEFAULT_VISIBILITY_MS)
+    named = body.get("visibility_timeout_ms")
+    visibility = ojs.DEFAULT_VISIBILITY_MS if named is None else named
     if type(visibility) is not int or not 1000 <= visibility <= 86_400_000:
         raise invalid("visibility_timeout_ms: an integer from 1000 to 86400000")
     lease = timedelta(milliseconds=visibility)
@@ -242,6 +243,8 @@ async def fetch(request: Request, db: DatabaseDep) -> Response:
                 break
             got = await claim(db, [queue], limit=left, lease=lease, worker=worker)
             claimed.extend(columns(row) for row in got.rows)
+    if named is None:
+        await _own_leases(db, claimed)
     now = db.clock.now()
     jobs = [envelope(t, now) for t in claimed]
     for job, task in zip(jobs, claimed, strict=True):
@@ -251,6 +254,20 @@ async def fetch(request: Request, db: DatabaseDep) -> Response:
             if parents is not None:
                 job["parent_results"] = parents
     return answer({"jobs": jobs}, 200)
+
+
+async def _own_leases(db: Database, claimed: list[Mapping[str, Any]]) -> None:
+    """The jobs that brought their own visibility timeout, leased for it (the FETCH
+    named none): their leases renewed at once for that long, as a heartbeat would."""
+    by_length: dict[int, list[Beat]] = {}
+    for task in claimed:
+        data = task["data"] if isinstance(task["data"], dict) else {}
+        own = data.get("visibility_ms")
+        if isinstance(own, int):
+            beat = Beat(uuid.UUID(str(task["id"])), task["lease_id"])
+            by_length.setdefault(own, []).append(beat)
+    for length, beats in by_length.items():
+        await in_transaction(db, heartbeats, beats, lease=timedelta(milliseconds=length))
 
 
 async def _report(db: Any, body: dict[str, Any], report: Report, doing: str) -> Mapping[str, Any]:
