@@ -690,3 +690,21 @@ async def test_a_jobs_own_visibility_timeout_is_its_lease_unless_the_fetch_names
     assert (await state(own), await state(other)) == ("retryable", "active")
     bad = {"type": "a", "args": [], "options": {"visibility_timeout_ms": 10}}
     refused(await call(client, "POST", "/v1/jobs", bad, 400), "invalid_request")
+
+
+async def test_a_cron_job_that_skips_overlaps_makes_none_while_its_last_is_active(
+    client: httpx.AsyncClient, db: Database, clock: ManualClock
+) -> None:
+    queue, name = unique("overlap").lower(), unique("cron")
+    template = {"type": "cron.long", "args": [], "options": {"queue": queue}}
+    body = {"name": name, "expression": "* * * * *", "overlap_policy": "skip"}
+    made = await call(client, "POST", "/v1/cron", {**body, "job_template": template}, 201)
+    assert made["cron"]["overlap_policy"] == "skip"
+    clock.advance(timedelta(seconds=10))
+    for _ in range(2):  # a minute on, then another: the first job is running by then
+        clock.advance(timedelta(seconds=65))
+        await fire_due(db, job_of)
+        fetched = await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+        if _ == 0:
+            assert [j["state"] for j in fetched["jobs"]] == ["active"]
+    assert fetched["jobs"] == []
