@@ -1,12 +1,14 @@
 """Long-poll wake-ups: claims waiting for work of some stage types are woken when tasks
 of those types become claimable.
 
-A transaction that makes tasks claimable names their stage types
-(`domain.announcements.tasks_ready`). After it commits, waiters in this process are
-woken at once; on PostgreSQL the same transaction also sends `NOTIFY jobnik_ready`, so
-every replica's listener wakes its own waiters (`ReadyWaiters` is the transaction hook).
-A wake-up is only a hint to claim again: a lost one costs at most the rest of a claim's
-wait, a spurious one an empty claim.
+A transaction that makes tasks claimable counts them by stage type
+(`domain.announcements.tasks_ready`). After it commits, as many waiters of each type in
+this process are woken, the longest waiting first, not every one: a thousand idle
+workers do not all claim for one new task. On PostgreSQL the same transaction also sends
+`NOTIFY jobnik_ready` ("type:count,..."), so every replica's listener wakes its own
+waiters (`ReadyWaiters` is the transaction hook). A wake-up is only a hint to claim
+again: a lost one costs at most the rest of a claim's wait, a spurious one an empty
+claim; a woken claim whose client has gone passes its wake-up on.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..domain.announcements import READY_TYPES
+from ..domain.announcements import EVERY, READY_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -47,19 +49,21 @@ class ReadyWaiters:
     info: Mapping[str, Any] = {}
 
     def __init__(self) -> None:
-        self._by_type: dict[str, set[Waiter]] = {}
+        # By type, in the order they began to wait (a dict keeps it; its values unused).
+        self._by_type: dict[str, dict[Waiter, None]] = {}
 
     async def before_commit(self, s: AsyncSession) -> None:
         """On PostgreSQL, queue the NOTIFY for the types noted so far; it is delivered
         on commit and dropped on rollback, like the change it announces."""
-        types = s.info.get(READY_TYPES)
-        if types and s.get_bind().dialect.name == "postgresql":
-            await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": ",".join(types)})
+        ready = s.info.get(READY_TYPES)
+        if ready and s.get_bind().dialect.name == "postgresql":
+            payload = ",".join(f"{t}:{n}" for t, n in ready.items())
+            await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
 
     def after_commit(self, info: Mapping[str, Any]) -> None:
-        types = info.get(READY_TYPES)
-        if types:
-            self.wake(types)
+        ready = info.get(READY_TYPES)
+        if ready:
+            self.wake(ready)
 
     @contextlib.contextmanager
     def waiting(self, types: Iterable[str]) -> Iterator[Waiter]:
@@ -67,14 +71,14 @@ class ReadyWaiters:
         wait is not lost."""
         waiter = Waiter(frozenset(types))
         for t in waiter.types:
-            self._by_type.setdefault(t, set()).add(waiter)
+            self._by_type.setdefault(t, {})[waiter] = None
         try:
             yield waiter
         finally:
             for t in waiter.types:
                 group = self._by_type.get(t)
                 if group is not None:
-                    group.discard(waiter)
+                    group.pop(waiter, None)
                     if not group:
                         del self._by_type[t]
 
@@ -83,10 +87,32 @@ class ReadyWaiters:
             for waiter in group:
                 waiter.event.set()
 
-    def wake(self, types: Iterable[str]) -> None:
-        for t in types:
-            for waiter in self._by_type.get(t, ()):
-                waiter.event.set()
+    def wake(self, ready: Mapping[str, int]) -> None:
+        """Wake up to `count` waiters of each type that are not awake already."""
+        for t, count in ready.items():
+            left = count
+            for waiter in self._by_type.get(t, {}):
+                if left <= 0:
+                    break
+                if not waiter.event.is_set():
+                    waiter.event.set()
+                    left -= 1
+
+    def pass_on(self, waiter: Waiter) -> None:
+        """A woken claim that will not claim (its client went away): wake another."""
+        self.wake(dict.fromkeys(waiter.types, 1))
+
+
+def parse_ready(payload: str) -> dict[str, int]:
+    """A NOTIFY's "type:count,..." (a bare type, as older replicas send: all of them)."""
+    ready: dict[str, int] = {}
+    for item in payload.split(","):
+        name, _, count = item.rpartition(":")
+        if name and count.isdigit():
+            ready[name] = ready.get(name, 0) + int(count)
+        elif item:
+            ready[item] = EVERY
+    return ready
 
 
 def _asyncpg_dsn(url: str) -> str:
@@ -116,7 +142,7 @@ async def _listening(url: str, waiters: ReadyWaiters) -> AsyncIterator[asyncio.E
         conn.add_termination_listener(lambda _c: closed.set())
 
         def on_notify(_c: object, _pid: int, _channel: str, payload: str) -> None:
-            waiters.wake(payload.split(","))
+            waiters.wake(parse_ready(payload))
 
         await conn.add_listener(CHANNEL, on_notify)
         # Claims that waited while the listener was away may have missed a wake-up.

@@ -18,11 +18,14 @@ from typing import Any
 # messages; without it only the ready types are recorded. ANNOUNCED says that the work
 # stored messages to publish (an outbox row, written by `dispatch` or by a statement).
 ANNOUNCING = "announcing"
-READY_TYPES = "ready_types"
+READY_TYPES = "ready_types"  # stage type -> how many of its tasks became claimable
 MESSAGES = "messages"
 ANNOUNCED = "announced"
 
 Message = tuple[str, dict[str, Any], datetime]  # routing key, body, time
+# A count that wakes every waiting claim of a type (a resumed type: how many wait is not
+# known here).
+EVERY = 1 << 30
 Info = MutableMapping[str, Any]
 
 
@@ -38,12 +41,23 @@ def lifecycle_key(entity: str, status: str) -> str:
     return f"{entity.lower()}.{status.lower()}"
 
 
+def _ready(info: Info, stage_type: str, count: int) -> None:
+    ready: dict[str, int] = info.setdefault(READY_TYPES, {})
+    ready[stage_type] = min(ready.get(stage_type, 0) + count, EVERY)
+
+
 def tasks_ready(
-    info: Info, stage_type: str, job_id: uuid.UUID, stage_id: uuid.UUID, now: datetime
+    info: Info,
+    stage_type: str,
+    job_id: uuid.UUID,
+    stage_id: uuid.UUID,
+    now: datetime,
+    count: int = 1,
 ) -> None:
-    """Tasks of `stage_type` became claimable: wake that type's workers (long-polling
-    claims here and on other replicas, and over the broker when there is one)."""
-    info.setdefault(READY_TYPES, set()).add(stage_type)
+    """`count` tasks of `stage_type` became claimable: wake as many of that type's
+    waiting claims (here and on other replicas; over the broker, when there is one, the
+    type's workers)."""
+    _ready(info, stage_type, count)
     if info.get(ANNOUNCING):
         body = {"stageType": stage_type, "jobId": str(job_id), "stageId": str(stage_id)}
         _add(info, [(ready_key(stage_type), body, now)])
@@ -51,8 +65,8 @@ def tasks_ready(
 
 def stage_type_resumed(info: Info, stage_type: str, now: datetime) -> None:
     """A paused stage type was resumed: its waiting tasks may be claimed again, so its
-    workers are woken as for tasks that became ready."""
-    info.setdefault(READY_TYPES, set()).add(stage_type)
+    workers are woken as for tasks that became ready: all of them."""
+    _ready(info, stage_type, EVERY)
     if info.get(ANNOUNCING):
         _add(info, [(ready_key(stage_type), {"stageType": stage_type}, now)])
 

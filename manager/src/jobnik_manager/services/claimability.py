@@ -69,12 +69,13 @@ class Ready(Protocol):
 
 
 def announce(s: AsyncSession, tasks: Sequence[Ready], now: datetime) -> None:
-    """Wake the workers of these tasks' types, once per stage."""
-    seen: set[uuid.UUID] = set()
+    """Wake the workers of these tasks' types: a claim a task, a message a stage."""
+    by_stage: dict[uuid.UUID, tuple[Ready, int]] = {}
     for task in tasks:
-        if task.stage_id not in seen:
-            seen.add(task.stage_id)
-            tasks_ready(s.info, task.stage_type, task.job_id, task.stage_id, now)
+        first, count = by_stage.get(task.stage_id, (task, 0))
+        by_stage[task.stage_id] = (first, count + 1)
+    for first, count in by_stage.values():
+        tasks_ready(s.info, first.stage_type, first.job_id, first.stage_id, now, count)
 
 
 async def jobs_allowing_claims(s: AsyncSession, job_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:

@@ -192,8 +192,9 @@ async def insert_tasks(
     await tasks_created(s, job.id, stage.id, ids, now)
     if not counted:
         await bump_summary(s, stage.id, {TaskStatus.PENDING: len(rows)}, now)
-    if claimable and any(row["claimable"] for row in rows):
-        tasks_ready(s.info, stage.type, job.id, stage.id, now)
+    ready = sum(1 for row in rows if row["claimable"]) if claimable else 0
+    if ready:
+        tasks_ready(s.info, stage.type, job.id, stage.id, now, ready)
     return rows
 
 

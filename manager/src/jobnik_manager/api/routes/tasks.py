@@ -124,6 +124,8 @@ async def claim_batch(
                     async with asyncio.timeout(left):
                         await waiter.event.wait()
                 if await request.is_disconnected():
+                    if waiter.event.is_set():
+                        waiters.pass_on(waiter)  # woken for a task it will not claim
                     break
     body: dict[str, Any] = {"items": task_bodies([_columns(r) for r in claimed.rows])}
     if claimed.retry_after is not None:  # a stage type's limit held tasks back
