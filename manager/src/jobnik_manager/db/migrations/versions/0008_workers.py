@@ -5,6 +5,8 @@ it was first and last seen. The workers view reads it with the tasks in flight; 
 workers unseen for a day are deleted by the maintenance loop.
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -14,16 +16,19 @@ revision: str = "0008"
 down_revision: str | None = "0007"
 
 
+# The table's columns: (name, type, nullable).
+COLUMNS: list[tuple[str, Any, bool]] = [
+    ("name", sa.String(100), False),
+    ("stage_types", JsonColumn, False),
+    ("principal", sa.String(100), True),
+    ("first_seen", UtcDateTime, False),
+    ("last_seen", UtcDateTime, False),
+]
+
+
 def upgrade() -> None:
-    op.create_table(
-        "workers",
-        sa.Column("name", sa.String(100), nullable=False),
-        sa.Column("stage_types", JsonColumn, nullable=False),
-        sa.Column("principal", sa.String(100), nullable=True),
-        sa.Column("first_seen", UtcDateTime, nullable=False),
-        sa.Column("last_seen", UtcDateTime, nullable=False),
-        sa.PrimaryKeyConstraint("name", name="pk_workers"),
-    )
+    columns = [sa.Column(name, kind, nullable=null) for name, kind, null in COLUMNS]
+    op.create_table("workers", *columns, sa.PrimaryKeyConstraint("name", name="pk_workers"))
     op.create_index("ix_workers_last_seen", "workers", ["last_seen"])
 
 
