@@ -289,22 +289,57 @@ async def from_schedule(actors: Actors, made: Callable[[str], None]) -> None:
         await persist("unschedule", lambda: actors.producer.delete_schedule(name))
 
 
+async def _ojs_post(actors: Actors, what: str, path: str, body: dict[str, Any]) -> None:
+    """POST to the OJS binding, asked again through faults; a 409 is the answer of a
+    first try whose answer a fault cut (every job in the body carries its own id)."""
+
+    async def post() -> None:
+        said = await actors.producer_http.post(path, json=body)
+        if said.status_code >= 500:
+            raise httpx.TransportError(f"{said.status_code}: {said.text[:200]}")
+        if said.status_code not in (201, 409):
+            raise RuntimeError(f"{what} refused: {said.status_code} {said.text[:300]}")
+
+    await persist(what, post)
+
+
+async def _job_of_task(actors: Actors, task_id: str) -> str:
+    task = await persist("its task", lambda: actors.producer.get_task(task_id))
+    stage = await persist("its stage", lambda: actors.producer.get_stage(str(task.stage_id)))
+    return str(stage.job_id)
+
+
+def _ojs_job(kind: str, queue: str) -> dict[str, Any]:
+    """An OJS job with an id of its own and the soak's spare attempts."""
+    options = {"queue": queue, "retry": {"max_attempts": SPARE}}
+    return {"id": str(uuid7()), "type": kind, "args": [1], "options": options}
+
+
+@scenario(JobStatus.COMPLETED)
+async def ojs_chain(actors: Actors, made: Callable[[str], None]) -> None:
+    # A chain over the OJS binding: one job whose stages are its steps, each run by the
+    # template's SDK workers of its type in turn.
+    steps = [_ojs_job("soak.render", RENDER), _ojs_job("soak.publish", PUBLISH)]
+    await _ojs_post(actors, "OJS chain", "/ojs/v1/workflows", {"type": "chain", "steps": steps})
+    made(await _job_of_task(actors, steps[0]["id"]))
+
+
+@scenario(JobStatus.COMPLETED)
+async def ojs_batch(actors: Actors, made: Callable[[str], None]) -> None:
+    # A batch over the OJS binding, run by SDK workers reporting over v1: its callbacks
+    # are fired by the maintenance tick, the on_success one's job is the one watched.
+    jobs = [_ojs_job("soak.render", RENDER) for _ in range(2)]
+    callbacks = {"on_complete": _ojs_job("soak.report", PUBLISH)}
+    callbacks["on_success"] = _ojs_job("soak.celebrate", PUBLISH)
+    body = {"type": "batch", "jobs": jobs, "callbacks": callbacks}
+    await _ojs_post(actors, "OJS batch", "/ojs/v1/workflows", body)
+    made(await _job_of_task(actors, callbacks["on_success"]["id"]))
+
+
 @scenario(JobStatus.COMPLETED)
 async def over_ojs(actors: Actors, made: Callable[[str], None]) -> None:
     # An Open Job Spec client pushes a job to the render queue; the template's SDK
     # workers run it as any render task (its data holds no "do": plain work).
-    # Its id chosen here: a push asked again after a fault cut the answer is a duplicate.
-    ojs_id = str(uuid7())
-    job = {"id": ojs_id, "type": "soak.render", "args": [1], "options": {"queue": RENDER}}
-
-    async def push() -> None:
-        said = await actors.producer_http.post("/ojs/v1/jobs", json=job)
-        if said.status_code >= 500:
-            raise httpx.TransportError(f"{said.status_code}: {said.text[:200]}")
-        if said.status_code not in (201, 409):
-            raise RuntimeError(f"OJS push refused: {said.status_code} {said.text[:300]}")
-
-    await persist("OJS push", push)
-    task = await persist("its task", lambda: actors.producer.get_task(ojs_id))
-    stage = await persist("its stage", lambda: actors.producer.get_stage(str(task.stage_id)))
-    made(str(stage.job_id))
+    job = _ojs_job("soak.render", RENDER)
+    await _ojs_post(actors, "OJS push", "/ojs/v1/jobs", job)
+    made(await _job_of_task(actors, job["id"]))
