@@ -70,3 +70,5 @@ def test_a_batch_ends_with_the_callbacks_it_fired() -> None:
     assert batch_state([C], [C, F], cancelled=False) is WorkflowState.FAILED
     assert batch_state([C], [], cancelled=False) is WorkflowState.COMPLETED  # none defined due
     assert batch_state([R], None, cancelled=True) is WorkflowState.CANCELLED
+    # A job replayed after the callbacks fired: running again, whatever they did.
+    assert batch_state([R, C], [C], cancelled=False) is WorkflowState.RUNNING

@@ -73,6 +73,8 @@ def batch_state(
     None before they are."""
     if cancelled:
         return WorkflowState.CANCELLED
+    if callbacks_due(outcomes) is None:  # a job of it not final (or replayed since)
+        return WorkflowState.RUNNING
     if callbacks is None or not all(status.is_final for status in callbacks):
         return WorkflowState.RUNNING
     succeeded = all(status is JobStatus.COMPLETED for status in callbacks)
