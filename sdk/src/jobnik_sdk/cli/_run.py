@@ -37,6 +37,8 @@ Url = Annotated[str | None, typer.Option("--url", help=URL_HELP, show_default=Fa
 Token = Annotated[str | None, typer.Option("--token", help=TOKEN_HELP)]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 JobArg = Annotated[str, typer.Argument(metavar="JOB", help="The job's id.")]
+# How many a listing shows: at most the manager's largest page (100).
+Limit = Annotated[int, typer.Option("--limit", min=1, max=100, help="How many.")]
 
 
 # --url and --token as given before the command (or by the environment): set by the

@@ -12,7 +12,7 @@ from rich.table import Table
 from .._client import JobnikClient
 from .._models import DeadLetter, DeadLettersHandled, Page
 from . import output
-from ._run import Json, Manager, Token, Url, run
+from ._run import Json, Limit, Manager, Token, Url, run
 
 app = typer.Typer(
     help="The tasks that failed for good (with no command); retry or discard them.",
@@ -31,7 +31,7 @@ TaskIds = Annotated[
 def dead_letters(
     ctx: typer.Context,
     stage_type: TypeOption = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=100, help="How many.")] = 20,
+    limit: Limit = 20,
     url: Url = None,
     token: Token = None,
     json: Json = False,

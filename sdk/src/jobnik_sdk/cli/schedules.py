@@ -13,7 +13,7 @@ from rich.table import Table
 from .._client import JobnikClient
 from .._models import Page, Schedule, ScheduleRun
 from . import output
-from ._run import Json, Manager, Token, Url, run
+from ._run import Json, Limit, Manager, Token, Url, run
 from .create import read_body
 
 app = typer.Typer(
@@ -32,7 +32,7 @@ def timing(s: Schedule) -> str:
 @app.callback()
 def schedules(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=100, help="How many.")] = 50,
+    limit: Limit = 50,
     url: Url = None,
     token: Token = None,
     json: Json = False,
