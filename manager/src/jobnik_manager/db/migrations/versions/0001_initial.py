@@ -5,6 +5,8 @@ Revises:
 Create Date: 2026-11-21
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -16,17 +18,21 @@ down_revision: str | None = None
 SeqType = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
+# Columns every level of the hierarchy has: (name, type, nullable).
+ENTITY_COLUMNS: list[tuple[str, Any, bool]] = [
+    ("data", JsonColumn, False),
+    ("user_metadata", JsonColumn, False),
+    ("status", sa.String(16), False),
+    ("traceparent", sa.String(55), False),
+    ("tracestate", sa.String(512), True),
+    ("creation_time", UtcDateTime, False),
+    ("update_time", UtcDateTime, False),
+]
+
+
 def _entity_columns() -> list[sa.Column[object]]:
     """Columns every level of the hierarchy has."""
-    return [
-        sa.Column("data", JsonColumn, nullable=False),
-        sa.Column("user_metadata", JsonColumn, nullable=False),
-        sa.Column("status", sa.String(16), nullable=False),
-        sa.Column("traceparent", sa.String(55), nullable=False),
-        sa.Column("tracestate", sa.String(512), nullable=True),
-        sa.Column("creation_time", UtcDateTime, nullable=False),
-        sa.Column("update_time", UtcDateTime, nullable=False),
-    ]
+    return [sa.Column(name, kind, nullable=null) for name, kind, null in ENTITY_COLUMNS]
 
 
 def upgrade() -> None:

@@ -7,6 +7,8 @@ id), so that concurrent transactions seldom wait for one another's count row. A 
 index on the stages that may run lets the scrape sum their task counters by stage type.
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -15,6 +17,13 @@ down_revision: str | None = "0004"
 
 _ACTIVE = "status IN ('PENDING', 'IN_PROGRESS')"
 _TABLES = {"jobs": "JOB", "stages": "STAGE"}
+# status_counts' columns: (name, type, nullable).
+COLUMNS: list[tuple[str, Any, bool]] = [
+    ("entity", sa.String(8), False),
+    ("status", sa.String(16), False),
+    ("slot", sa.SmallInteger(), False),
+    ("n", sa.BigInteger(), False),
+]
 
 _PG_FUNCTION = """
 CREATE FUNCTION jobnik_count_status() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -43,14 +52,9 @@ def _count(entity: str, status: str, delta: int) -> str:
 
 
 def upgrade() -> None:
-    op.create_table(
-        "status_counts",
-        sa.Column("entity", sa.String(8), nullable=False),
-        sa.Column("status", sa.String(16), nullable=False),
-        sa.Column("slot", sa.SmallInteger(), nullable=False),
-        sa.Column("n", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("entity", "status", "slot", name="pk_status_counts"),
-    )
+    columns = [sa.Column(name, kind, nullable=null) for name, kind, null in COLUMNS]
+    key = sa.PrimaryKeyConstraint("entity", "status", "slot", name="pk_status_counts")
+    op.create_table("status_counts", *columns, key)
     op.create_index(
         "ix_stages_active",
         "stages",

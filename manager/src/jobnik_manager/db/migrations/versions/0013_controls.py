@@ -13,8 +13,6 @@
   may create) in a GIN index, which serves `ILIKE '%text%'` from three characters.
 """
 
-from typing import Any
-
 import sqlalchemy as sa
 from alembic import op
 
@@ -24,69 +22,55 @@ revision: str = "0013"
 down_revision: str | None = "0012"
 
 WAITING = sa.text("expires_at IS NOT NULL AND status IN ('PENDING', 'RETRIED')")
-# Each table's columns (name, type, nullable) and its key.
-TABLES: dict[str, tuple[list[tuple[str, Any, bool]], list[str]]] = {
-    "schedules": (
-        [
-            ("name", sa.String(100), False),
-            ("cron", sa.String(200), True),
-            ("interval_seconds", sa.Float(), True),
-            ("timezone", sa.String(64), False),
-            ("job", JsonColumn, False),
-            ("overlap", sa.String(16), False),
-            ("missed", sa.String(16), False),
-            ("description", sa.String(500), True),
-            ("next_run_at", UtcDateTime, False),
-            ("anchor", UtcDateTime, False),
-            ("paused_at", UtcDateTime, True),
-            ("last_run_at", UtcDateTime, True),
-            ("last_job_id", sa.Uuid(), True),
-            ("run_count", sa.Integer(), False),
-            ("skipped_count", sa.Integer(), False),
-            ("owner", sa.String(100), True),
-            ("created_at", UtcDateTime, False),
-            ("updated_at", UtcDateTime, False),
-        ],
-        ["name"],
-    ),
-    "schedule_runs": (
-        [
-            ("schedule", sa.String(100), False),
-            ("run_at", UtcDateTime, False),
-            ("job_id", sa.Uuid(), True),
-            ("skipped", sa.String(16), True),
-            ("manual", sa.Boolean(), False),
-            ("made_at", UtcDateTime, False),
-        ],
-        ["schedule", "run_at"],
-    ),
-    "stage_type_limits": (
-        [
-            ("type", sa.String(50), False),
-            ("max_in_flight", sa.Integer(), True),
-            ("rate", sa.Float(), True),
-            ("burst", sa.Integer(), False),
-            ("tokens", sa.Float(), False),
-            ("refilled_at", UtcDateTime, False),
-            ("set_at", UtcDateTime, False),
-            ("principal", sa.String(100), True),
-        ],
-        ["type"],
-    ),
-}
-
-
-def _create_table(table: str) -> None:
-    columns, key = TABLES[table]
-    made = [sa.Column(name, kind, nullable=null) for name, kind, null in columns]
-    op.create_table(table, *made, sa.PrimaryKeyConstraint(*key, name=f"pk_{table}"))
 
 
 def upgrade() -> None:
-    _create_table("schedules")
+    op.create_table(
+        "schedules",
+        sa.Column("name", sa.String(100), nullable=False),
+        sa.Column("cron", sa.String(200), nullable=True),
+        sa.Column("interval_seconds", sa.Float(), nullable=True),
+        sa.Column("timezone", sa.String(64), nullable=False),
+        sa.Column("job", JsonColumn, nullable=False),
+        sa.Column("overlap", sa.String(16), nullable=False),
+        sa.Column("missed", sa.String(16), nullable=False),
+        sa.Column("description", sa.String(500), nullable=True),
+        sa.Column("next_run_at", UtcDateTime, nullable=False),
+        sa.Column("anchor", UtcDateTime, nullable=False),
+        sa.Column("paused_at", UtcDateTime, nullable=True),
+        sa.Column("last_run_at", UtcDateTime, nullable=True),
+        sa.Column("last_job_id", sa.Uuid(), nullable=True),
+        sa.Column("run_count", sa.Integer(), nullable=False),
+        sa.Column("skipped_count", sa.Integer(), nullable=False),
+        sa.Column("owner", sa.String(100), nullable=True),
+        sa.Column("created_at", UtcDateTime, nullable=False),
+        sa.Column("updated_at", UtcDateTime, nullable=False),
+        sa.PrimaryKeyConstraint("name", name="pk_schedules"),
+    )
     op.create_index("ix_schedules_next_run_at", "schedules", ["next_run_at"])
-    _create_table("schedule_runs")
-    _create_table("stage_type_limits")
+    op.create_table(
+        "schedule_runs",
+        sa.Column("schedule", sa.String(100), nullable=False),
+        sa.Column("run_at", UtcDateTime, nullable=False),
+        sa.Column("job_id", sa.Uuid(), nullable=True),
+        sa.Column("skipped", sa.String(16), nullable=True),
+        sa.Column("manual", sa.Boolean(), nullable=False),
+        sa.Column("made_at", UtcDateTime, nullable=False),
+        sa.PrimaryKeyConstraint("schedule", "run_at", name="pk_schedule_runs"),
+    )
+
+    op.create_table(
+        "stage_type_limits",
+        sa.Column("type", sa.String(50), nullable=False),
+        sa.Column("max_in_flight", sa.Integer(), nullable=True),
+        sa.Column("rate", sa.Float(), nullable=True),
+        sa.Column("burst", sa.Integer(), nullable=False),
+        sa.Column("tokens", sa.Float(), nullable=False),
+        sa.Column("refilled_at", UtcDateTime, nullable=False),
+        sa.Column("set_at", UtcDateTime, nullable=False),
+        sa.Column("principal", sa.String(100), nullable=True),
+        sa.PrimaryKeyConstraint("type", name="pk_stage_type_limits"),
+    )
 
     with op.batch_alter_table("jobs") as batch:
         batch.add_column(sa.Column("expires_at", UtcDateTime, nullable=True))
