@@ -287,9 +287,11 @@ async def expire_leases(s: AsyncSession, task_ids: Sequence[uuid.UUID], now: dat
     await settle_reports(s, [(task_id, expired) for task_id in task_ids], now)
 
 
-async def expire_lease_if_due(s: AsyncSession, task_id: uuid.UUID) -> bool:
+async def expire_lease_if_due(s: AsyncSession, task_id: uuid.UUID, *, wait: bool = False) -> bool:
     """The reaper's settlement of one task, now rather than at the next tick: when its
-    lease ran out and no one else holds it. Whether it did."""
+    lease ran out and no one else holds it (`wait`: once whoever holds it is done, so
+    that a read after it sees the task settled, by this or by the reaper). Whether it
+    did."""
     now = now_in(s)
     due = await s.execute(
         select(Task.id)
@@ -298,7 +300,7 @@ async def expire_lease_if_due(s: AsyncSession, task_id: uuid.UUID) -> bool:
             Task.status == TaskStatus.IN_PROGRESS,
             Task.lease_expires_at < now,
         )
-        .with_for_update(skip_locked=True)
+        .with_for_update(skip_locked=not wait)
     )
     if due.first() is None:
         return False

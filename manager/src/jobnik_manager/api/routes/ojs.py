@@ -179,9 +179,9 @@ async def info(db: DatabaseDep, taskId: str) -> Response:
     task = await task_of(db, taskId)
     expiry = task["lease_expires_at"]
     if task["status"] == TaskStatus.IN_PROGRESS and expiry and expiry < db.clock.now():
-        task_id = uuid.UUID(str(task["id"]))
-        if await in_transaction(db, expire_lease_if_due, task_id):
-            task = await task_of(db, taskId)
+        # Settled here, or by the reaper meanwhile (waited for): read as it now stands.
+        await in_transaction(db, expire_lease_if_due, uuid.UUID(str(task["id"])), wait=True)
+        task = await task_of(db, taskId)
     job = envelope(task, db.clock.now())
     key = (task["job_id"], task["id"])
     failures = (await in_transaction(db, failures_of, [key])).get(task["id"], [])
