@@ -1,4 +1,5 @@
-"""What the /v1 routers share: their documented errors and the user-metadata route.
+"""What the /v1 routers share: their documented errors, the stage type parameter and the
+user-metadata route.
 
 No `from __future__ import annotations` here: the route's annotations name a local.
 """
@@ -7,7 +8,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
-from fastapi import APIRouter, Body, Path
+from fastapi import APIRouter, Body, Path, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.engine import Database
@@ -26,6 +27,10 @@ from ..transaction import in_transaction
 P = ParamSpec("P")
 RowT = TypeVar("RowT")
 OutT = TypeVar("OutT")
+
+# A stage type in a path, and as a list's filter (up to 50 characters, as the column).
+StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
+StageTypeQuery = Annotated[str | None, Query(min_length=1, max_length=50)]
 
 Responses = dict[int | str, dict[str, object]]
 ERRORS: Responses = {

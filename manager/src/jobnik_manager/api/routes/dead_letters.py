@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Self
+from typing import Self
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from pydantic import Field, model_validator
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,6 +19,7 @@ from ..edge import EdgeRoute
 from ..presenters import task_out
 from ..schemas import ErrorMessage, Inbound, Outbound, Page, StageType, TaskOut
 from ..transaction import in_transaction
+from .common import StageTypeQuery
 
 router = APIRouter(prefix="/v1/dead-letters", tags=["dead letters"], route_class=EdgeRoute)
 
@@ -97,7 +98,7 @@ def _skipped(skipped: list[service.Skipped]) -> list[SkippedOut]:
 async def list_dead_letters(
     db: DatabaseDep,
     page: PageDep,
-    stage_type: Annotated[str | None, Query(min_length=1, max_length=50)] = None,
+    stage_type: StageTypeQuery = None,
     job_id: uuid.UUID | None = None,
 ) -> Page[DeadLetterOut]:
     """The tasks that failed for good and were not discarded, the latest first."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from pydantic import Field, StrictInt
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,6 +22,7 @@ from ..deps import DatabaseDep
 from ..edge import EdgeRoute
 from ..schemas import ErrorMessage, Inbound, Outbound
 from ..transaction import in_transaction
+from .common import StageTypePath
 
 router = APIRouter(prefix="/v1/stage-types", tags=["stage types"], route_class=EdgeRoute)
 
@@ -75,9 +76,6 @@ async def stage_types(db: DatabaseDep) -> StageTypesOut:
             )
         )
     return StageTypesOut(items=items, total=len(items))
-
-
-StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
 
 
 class FlowMinuteOut(Outbound):

@@ -6,7 +6,7 @@ import uuid
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.models import Stage
@@ -31,10 +31,17 @@ from ..schemas import (
     TaskOut,
 )
 from ..transaction import in_transaction
-from .common import CREATES, ERRORS, add_user_metadata_route, one_page, stages_out
+from .common import (
+    CREATES,
+    ERRORS,
+    StageTypePath,
+    StageTypeQuery,
+    add_user_metadata_route,
+    one_page,
+    stages_out,
+)
 
 router = APIRouter(prefix="/v1/stages", tags=["stages"], route_class=CreateRoute)
-StageTypePath = Annotated[str, Path(min_length=1, max_length=50)]
 
 
 @router.get("", response_model=Page[StageOut], response_model_exclude_none=True)
@@ -43,7 +50,7 @@ async def find_stages(
     page: PageDep,
     inline: InlineTasksDep,
     job_id: uuid.UUID | None = None,
-    stage_type: Annotated[str | None, Query(min_length=1, max_length=50)] = None,
+    stage_type: StageTypeQuery = None,
     stage_operation_status: StageStatus | None = None,
     should_return_tasks: bool = False,
 ) -> Page[StageOut]:

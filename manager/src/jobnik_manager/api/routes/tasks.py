@@ -7,9 +7,9 @@ import contextlib
 import uuid
 from collections.abc import Awaitable, Mapping
 from datetime import timedelta
-from typing import Annotated, Any, cast
+from typing import Any, cast
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.models import Task
@@ -53,7 +53,7 @@ from ..schemas import (
     TaskStatusReport,
 )
 from ..transaction import in_transaction
-from .common import ERRORS, LEASE_ERRORS, add_user_metadata_route, one_page
+from .common import ERRORS, LEASE_ERRORS, StageTypeQuery, add_user_metadata_route, one_page
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"], route_class=EdgeRoute)
 
@@ -202,7 +202,7 @@ async def find_tasks(
     page: PageDep,
     created: CreatedDep,
     stage_id: uuid.UUID | None = None,
-    stage_type: Annotated[str | None, Query(min_length=1, max_length=50)] = None,
+    stage_type: StageTypeQuery = None,
     status: TaskStatus | None = None,
 ) -> Page[TaskOut]:
     f = task_service.TaskFilter(
