@@ -24,6 +24,7 @@ from jobnik_sdk.testing import FakeClock, FakeJobnik, FakeManager
 from ..support import workers
 from ..support.api import Api
 from ..support.apps import app_on
+from ..support.engines import lent_database
 from ..support.invariants import assert_invariants
 from ..support.profiles import running  # noqa: F401  (the end-to-end tests' deployments)
 
@@ -73,12 +74,11 @@ async def surface(
     if surface_url is None:
         yield FakeJobnik()
         return
-    database = Database(surface_url, pool_size=5, clock=clock)
-    try:
-        async with in_process_client(database) as client:
-            yield client
-    finally:
-        await database.dispose()
+    async with (
+        lent_database(surface_url, pool_size=5, clock=clock) as database,
+        in_process_client(database) as client,
+    ):
+        yield client
 
 
 @pytest.fixture
@@ -107,16 +107,13 @@ async def api(surface_url: str | None) -> AsyncIterator[Api]:
         async with httpx.AsyncClient(transport=transport, base_url="http://fake") as http:
             yield Api(http)
         return
-    database = Database(surface_url, pool_size=5)
-    try:
+    async with lent_database(surface_url, pool_size=5) as database:
         with app_on(database) as app:
             async with httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=app), base_url="http://manager"
             ) as http:
                 yield Api(http)
         await assert_invariants(database)
-    finally:
-        await database.dispose()
 
 
 @dataclass
@@ -145,8 +142,8 @@ async def timed(surface_url: str | None) -> AsyncIterator[Timed]:
             yield Timed(Api(http), fake.clock.now, advance_fake, None)
         return
     clock = ManualClock()
-    database = Database(surface_url, pool_size=5, clock=clock).with_hooks(Outbox())
-    try:
+    async with lent_database(surface_url, pool_size=5, clock=clock) as lent:
+        database = lent.with_hooks(Outbox())
         with app_on(database, Settings(database_url=surface_url, maintenance=False)) as app:
 
             async def advance(by: timedelta) -> None:
@@ -159,5 +156,3 @@ async def timed(surface_url: str | None) -> AsyncIterator[Timed]:
             ) as http:
                 yield Timed(Api(http), clock.now, advance, database)
         await assert_invariants(database)
-    finally:
-        await database.dispose()

@@ -165,10 +165,15 @@ class Database:
         pool_size: int = 10,
         hooks: Sequence[TransactionHook] = (),
         clock: Clock = _SYSTEM_CLOCK,
+        engine: AsyncEngine | None = None,
     ) -> None:
+        """`engine`, if given, is one `make_engine(url, pool_size=pool_size)` made, used
+        instead of a new one: `dispose` closes its connections and leaves it usable
+        (SQLAlchemy opens a new pool), so a process may keep an engine, and the statements
+        it compiled, for databases on the same URL used one after another."""
         self.url = url
         self.clock = clock
-        self.engine = make_engine(url, pool_size=pool_size)
+        self.engine = engine or make_engine(url, pool_size=pool_size)
         self._pool_size = pool_size
         self._direct_pools: dict[bool, asyncpg.Pool] = {}  # by durability
         self._direct_pool_opening = asyncio.Lock()
