@@ -18,7 +18,6 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from sqlalchemy import text
 
 from jobnik_manager.clock import Clock, SystemClock
 from jobnik_manager.db import migrate
@@ -178,6 +177,7 @@ TABLES = (
     "workflow_jobs",
     "workflows",
 )
+EMPTY = " ".join(f"DELETE FROM {table};" for table in TABLES)
 
 
 @asynccontextmanager
@@ -186,10 +186,15 @@ async def _emptied(url: str, clock: Clock) -> AsyncIterator[Database]:
     engine kept for the process's next test: tests/support/engines.py)."""
     async with lent_database(url, pool_size=20, clock=clock) as database:
         # DELETE, children first, on PostgreSQL too: on tables this small it takes a
-        # quarter of a TRUNCATE's time, which a thousand tests would pay.
-        async with database.engine.begin() as conn:
-            for table in TABLES:
-                await conn.execute(text(f"DELETE FROM {table}"))
+        # quarter of a TRUNCATE's time, which a thousand tests would pay. All in one
+        # script sent to the driver, one transaction: one round trip (one hop to
+        # SQLite's thread), where a statement apiece took seventeen, each prepared.
+        async with database.engine.connect() as conn:
+            driver = (await conn.get_raw_connection()).driver_connection
+            if database.is_sqlite:
+                await driver.executescript(f"BEGIN IMMEDIATE; {EMPTY} COMMIT;")
+            else:
+                await driver.execute(EMPTY)  # several statements: one implicit transaction
         yield database
 
 

@@ -1,6 +1,7 @@
-"""The tests' engines (tests/support/engines.py), kept per process and lent to one test
-at a time: a test's database has none of the connections an earlier test opened, nor
-the listeners or options it left on the engine."""
+"""The tests' databases: every table emptied before each test (tests/conftest.py), on
+engines kept per process and lent to one test at a time (tests/support/engines.py): a
+test's database has none of the rows or connections an earlier test left, nor the
+listeners or options it left on the engine."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, func, inspect, select, table, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from jobnik_manager.clock import ManualClock
+from jobnik_manager.domain.auth import Role
+from jobnik_manager.services import tokens
+from jobnik_manager.services.jobs import create_job
+from jobnik_manager.services.specs import NewJob, NewStage, NewTask
 
+from .. import conftest
 from ..support.engines import lent_database
 
 # A pool size of these tests' own: the fixtures' engines are not theirs to take.
@@ -86,3 +92,28 @@ async def test_an_engine_a_test_changed_is_not_lent_again(
     # One left as it was is lent again.
     async with lent_database(database_url, pool_size=POOL) as third:
         assert third.engine is second.engine
+
+
+async def test_every_table_is_emptied_before_a_test(database_url: str) -> None:
+    async with lent_database(database_url, pool_size=POOL) as database:
+        async with database.engine.connect() as conn:
+            names = await conn.run_sync(lambda c: inspect(c).get_table_names())
+        # status_counts is kept by triggers on jobs and stages: their DELETEs count down.
+        assert set(names) - {"alembic_version", "status_counts"} == set(conftest.TABLES)
+        # Rows in the tables under a job (jobs, stages, tasks, events) and a token's.
+        job = NewJob(
+            name="left", data={}, stages=[NewStage(type="t", data={}, tasks=(NewTask(data={}),))]
+        )
+        await database.transaction(lambda s: create_job(s, job))
+        await database.transaction(lambda s: tokens.create(s, "left", Role.ADMIN))
+    async with (
+        conftest._emptied(database_url, ManualClock()) as emptied,
+        emptied.engine.connect() as conn,
+    ):
+        for name in conftest.TABLES:
+            count = select(func.count()).select_from(table(name))
+            assert (await conn.scalar(count)) == 0, name
+        counted = text(
+            "SELECT count(*) FROM status_counts GROUP BY entity, status HAVING sum(n) <> 0"
+        )
+        assert (await conn.execute(counted)).all() == []
