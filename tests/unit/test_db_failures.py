@@ -25,6 +25,8 @@ def _wrapped(error: Exception, cls: type[DBAPIError] = DBAPIError) -> DBAPIError
         _wrapped(asyncpg.CannotConnectNowError("the database system is shutting down")),
         _wrapped(ConnectionResetError(104, "reset")),
         _wrapped(Exception("server closed the connection"), OperationalError),
+        asyncpg.TooManyConnectionsError("sorry, too many clients already"),
+        _wrapped(asyncpg.TooManyConnectionsError("sorry, too many clients already")),
     ],
     ids=repr,
 )

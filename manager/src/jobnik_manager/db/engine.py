@@ -336,7 +336,7 @@ class Database:
                 self._direct_pools[durable] = await asyncpg.create_pool(
                     dsn.render_as_string(hide_password=False),
                     min_size=0,
-                    max_size=2 * self._pool_size,
+                    max_size=self._pool_size,
                     init=setup_connection,
                     reset=reset_connection,
                     server_settings=settings,

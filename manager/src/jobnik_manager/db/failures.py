@@ -21,8 +21,9 @@ from .direct import BROKEN_CONNECTION
 CONFLICT_SQLSTATES = frozenset({"40001", "40P01"})
 
 # The server is going away, restarting or not accepting connections yet: class 08
-# (connection exceptions) and 57P01-57P03 (admin or crash shutdown, cannot connect now).
-_AWAY_SQLSTATE_PREFIXES = ("08", "57P01", "57P02", "57P03")
+# (connection exceptions), 57P01-57P03 (admin or crash shutdown, cannot connect now),
+# and class 53 (insufficient resources: too many connections already, out of memory).
+_AWAY_SQLSTATE_PREFIXES = ("08", "57P01", "57P02", "57P03", "53")
 
 
 def _driver_error(exc: BaseException) -> BaseException:
