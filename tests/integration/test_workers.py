@@ -131,3 +131,26 @@ async def test_a_replica_remembers_recent_workers_only(
     assert set(sightings._recorded) == {"d"}
     seen = await workers.live_workers(db, timedelta(seconds=60))
     assert [w.name for w in seen] == ["a", "b", "c", "d"]  # all recorded all the same
+
+
+async def test_sightings_of_workers_seen_again_are_written_together_within_seconds(
+    api: Api, clock: ManualClock
+) -> None:
+    kind, one, two = unique("idle"), unique("w1"), unique("w2")
+    began = clock.now()
+    for worker in (one, two):  # new: written at once
+        await claim(api, kind, worker)
+
+    def last_seen(workers: dict[str, dict[str, Any]]) -> list[float]:
+        return [
+            (datetime.fromisoformat(workers[w]["lastSeen"]) - began).total_seconds()
+            for w in (one, two)
+        ]
+
+    clock.advance(timedelta(seconds=6))
+    for worker in (one, two):  # seen again: waiting, none of them due yet
+        await claim(api, kind, worker)
+    assert last_seen(await listed(api)) == [0, 0]
+    clock.advance(timedelta(seconds=6))
+    await claim(api, kind, one)  # the oldest waiting is due: all written, in one go
+    assert last_seen(await listed(api)) == [12, 6]

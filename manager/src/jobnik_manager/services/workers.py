@@ -1,12 +1,16 @@
 """The workers view: who is claiming which stage types, when each was last seen and how
 many tasks it holds, from what the manager knows already.
 
-A named worker's claims are recorded (`Sightings.seen`), at most once every
-`RECORD_EVERY` per worker and replica, so a claim loop costs one small upsert every few
-seconds rather than one per claim. Its tasks in flight come from the tasks themselves:
-each IN_PROGRESS task names its worker, and its lease says when it last heard from it
-(a heartbeat renews the lease for `lease_seconds`). A worker is listed while it was seen
-within the window, or holds a task whose lease has not run out.
+A named worker's claims are recorded (`Sightings.seen`): a worker new to this replica,
+back after a minute, or claiming other types, at once; one seen again, at most once
+every `RECORD_EVERY`, and then not by a statement of its own: its sighting waits in
+memory and the claim that finds the oldest waiting one due writes them all, one upsert
+of many rows. A thousand idle workers cost one statement every few seconds, not one
+per claim. Its tasks in flight
+come from the tasks themselves: each IN_PROGRESS task names its worker, and its lease
+says when it last heard from it (a heartbeat renews the lease for `lease_seconds`). A
+worker is listed while it was seen within the window, or holds a task whose lease has
+not run out.
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.engine import Database, now_in, principal_in
+from ..db.engine import Database, acting_name, now_in
 from ..db.models import Task, WorkerSighting
 from ..db.upserts import insert_for
 from ..domain.statuses import TaskStatus
 
 RECORD_EVERY = timedelta(seconds=5)  # per worker and replica
+# A worker not seen for this long is back: recorded at once, as a new one is (the
+# workers view's window is a minute by default).
+BACK_AFTER = timedelta(seconds=60)
 FORGET_AFTER = timedelta(days=1)
 FORGET_RECORDS_FROM = 1_000  # workers remembered per replica before the old are dropped
 
@@ -38,13 +45,21 @@ class WorkerView:
     in_flight: int
 
 
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    name: str
+    stage_types: list[str]
+    principal: str | None  # the token it claims with
+    seen: datetime
+
+
 class Sightings:
-    """When this process last recorded each worker (on the database's clock), so that
-    it records each at most every `RECORD_EVERY` (or at once when its stage types
-    change)."""
+    """When this process last recorded each worker (on the database's clock), and the
+    sightings waiting to be written."""
 
     def __init__(self) -> None:
         self._recorded: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+        self._waiting: dict[str, Sighting] = {}  # by worker, the oldest first
 
     async def seen(self, db: Database, worker: str | None, stage_types: Sequence[str]) -> None:
         if not worker:
@@ -60,19 +75,34 @@ class Sightings:
                 name: seen for name, seen in self._recorded.items() if now - seen[0] < RECORD_EVERY
             }
         self._recorded[worker] = (now, types)
-        await db.transaction(lambda s: _record(s, worker, list(types)))
+        sighting = Sighting(worker, list(types), acting_name(), now)
+        if last is None or last[1] != types or now - last[0] >= BACK_AFTER:
+            # New here, back after a while, or claiming other types: at once.
+            self._waiting.pop(worker, None)
+            await db.transaction(lambda s: _record(s, [sighting]))
+            return
+        oldest = next(iter(self._waiting.values()), None)
+        self._waiting.pop(worker, None)  # its newer sighting replaces the one waiting
+        self._waiting[worker] = sighting
+        if oldest is not None and now - oldest.seen >= RECORD_EVERY:
+            waiting, self._waiting = list(self._waiting.values()), {}
+            await db.transaction(lambda s: _record(s, waiting))
 
 
-async def _record(s: AsyncSession, worker: str, stage_types: list[str]) -> None:
-    now = now_in(s)
-    values = {
-        "name": worker,
-        "stage_types": stage_types,
-        "principal": principal_in(s),
-        "first_seen": now,
-        "last_seen": now,
-    }
-    insert = insert_for(s, WorkerSighting).values(**values)
+async def _record(s: AsyncSession, sightings: list[Sighting]) -> None:
+    """Upsert these sightings, one statement (a worker's first sighting is its first
+    seen; the rest move its last seen on)."""
+    rows = [
+        {
+            "name": one.name,
+            "stage_types": one.stage_types,
+            "principal": one.principal,
+            "first_seen": one.seen,
+            "last_seen": one.seen,
+        }
+        for one in sorted(sightings, key=lambda one: one.name)  # one lock order
+    ]
+    insert = insert_for(s, WorkerSighting).values(rows)
     await s.execute(
         insert.on_conflict_do_update(
             index_elements=[WorkerSighting.name],
