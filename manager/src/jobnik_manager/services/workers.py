@@ -102,17 +102,18 @@ async def _record(s: AsyncSession, sightings: list[Sighting]) -> None:
         }
         for one in sorted(sightings, key=lambda one: one.name)  # one lock order
     ]
-    insert = insert_for(s, WorkerSighting).values(rows)
-    await s.execute(
-        insert.on_conflict_do_update(
-            index_elements=[WorkerSighting.name],
-            set_={
-                "stage_types": insert.excluded.stage_types,
-                "principal": insert.excluded.principal,
-                "last_seen": insert.excluded.last_seen,
-            },
-        )
+    insert = insert_for(s, WorkerSighting)
+    upsert = insert.on_conflict_do_update(
+        index_elements=[WorkerSighting.name],
+        set_={
+            "stage_types": insert.excluded.stage_types,
+            "principal": insert.excluded.principal,
+            "last_seen": insert.excluded.last_seen,
+        },
     )
+    # The rows as parameters, not in the statement: its text, compiled once, serves any
+    # number of them.
+    await s.execute(upsert, rows)
 
 
 async def live_workers(db: Database, window: timedelta) -> list[WorkerView]:
