@@ -130,7 +130,12 @@ async def claim_limited_postgres(
         row = await conn.fetchrow(_LOCK, stage_type)
         if row is None:  # cleared meanwhile: the fast claim hands it out next time
             return LimitedClaim([], 0.0)
-        now: datetime = params["now"]
+        # The claim's time is read again once the type's lock is held: it counts what is
+        # in flight now, so its events must not be dated from before a wait for the lock
+        # (the event log would show it overlapping tasks that ended while it waited).
+        now: datetime = db.clock.now()
+        lease = params["expires"] - params["now"]
+        params = params | {"now": now, "expires": now + lease, "time": now.isoformat()}
         in_flight = int(await conn.fetchval(_IN_FLIGHT, stage_type))
         allowed = allowance(_limit(row), in_flight, now, limit)
         rows: list[Any] = []
