@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 from uuid6 import uuid7
 
 from ...domain.errors import RuleViolation
@@ -36,6 +37,7 @@ from ..ojs_wire import BASE, OjsError, answer, envelope, read_body, when
 from ..transaction import in_transaction
 
 router = APIRouter(tags=["open job spec"])
+Tasks = dict[uuid.UUID, list[dict[str, Any]]]  # a workflow's tasks, by job
 
 _LISTED = {Kind.CHAIN: "steps", Kind.GROUP: "jobs", Kind.BATCH: "jobs"}
 # A step's or a job's state in a workflow, where the spec's list is shorter than a job's.
@@ -183,10 +185,16 @@ async def _read(db: Any, workflow_id: str) -> dict[str, Any]:
         parsed = uuid.UUID(workflow_id) if len(workflow_id) <= 64 else None
     except ValueError:
         parsed = None
-    view = await in_transaction(db, read_workflow, parsed) if parsed else None
-    if view is None:
+
+    async def work(s: AsyncSession, key: uuid.UUID) -> tuple[WorkflowView, Tasks] | None:
+        # The workflow and its jobs' tasks in one transaction: one consistent reading.
+        view = await read_workflow(s, key)
+        return None if view is None else (view, await tasks_of(s, view))
+
+    found = await in_transaction(db, work, parsed) if parsed else None
+    if found is None:
         raise _not_found(workflow_id)
-    return _present(view, await in_transaction(db, tasks_of, view), db.clock.now())
+    return _present(*found, db.clock.now())
 
 
 @router.post(f"{BASE}/workflows", status_code=201)
