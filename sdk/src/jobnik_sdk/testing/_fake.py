@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 
-from jobnik_manager.app import create_app
+from jobnik_manager.app import create_app, use_database
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings
 
@@ -45,15 +46,16 @@ class FakeManager:
         self.clock = clock or FakeClock()
         path = _files.new_database()
         database = Database(_files.url(path), clock=self.clock)
-        # The manager's defaults, whatever the environment says (JOBNIK_AUTH, ...); its
-        # maintenance is `Served`'s.
-        settings = Settings.model_construct(
-            database_url=database.url, maintenance=False, metrics=False
-        )
-        self._served = Served(create_app(settings, database=database), database, self.clock)
-        self.transport: httpx.AsyncBaseTransport = _Transport(self)
+        self._served = Served(_lend_app(database), database, self.clock)
         weakref.finalize(self, _close, self._served, path)
         _warm_up()
+
+    @property
+    def transport(self) -> httpx.AsyncBaseTransport:
+        """A transport to this manager, for a JobnikClient."""
+        # Made on each use: one kept here would hold the manager in a cycle, closed only
+        # by a garbage collection, where the last client's end now closes it.
+        return _Transport(self)
 
 
 class _Transport(httpx.AsyncBaseTransport):
@@ -72,6 +74,27 @@ class _Transport(httpx.AsyncBaseTransport):
         else:
             status, headers, content = await _loop.on_manager_loop(answer)
         return httpx.Response(status, headers=headers, content=content)
+
+
+# Apps no FakeManager serves now, kept for the next: an app prepares its routes on its
+# first requests (tens of milliseconds of CPU), which a suite of a few hundred fakes
+# would otherwise pay once each.
+_idle_apps: list[FastAPI] = []
+_idle_lock = threading.Lock()
+
+
+def _lend_app(database: Database) -> FastAPI:
+    with _idle_lock:
+        app = _idle_apps.pop() if _idle_apps else None
+    if app is None:
+        # The manager's defaults, whatever the environment says (JOBNIK_AUTH, ...); its
+        # maintenance is `Served`'s.
+        settings = Settings.model_construct(
+            database_url=database.url, maintenance=False, metrics=False
+        )
+        return create_app(settings, database=database)
+    use_database(app, database)
+    return app
 
 
 _warming = threading.Lock()
@@ -117,6 +140,8 @@ def _close(served: Served, path: Path) -> None:
 async def _closed(served: Served, path: Path) -> None:
     await served.close()
     _files.remove(path)
+    with _idle_lock:
+        _idle_apps.append(served.app)
 
 
 class FakeJobnik(JobnikClient):

@@ -36,7 +36,7 @@ class Served:
     """One manager app, answering requests on the manager loop."""
 
     def __init__(self, app: FastAPI, database: Database, clock: FakeClock) -> None:
-        self._app = app
+        self.app = app
         self.database = database
         self._asgi = httpx.ASGITransport(app=app)
         self._clock = clock
@@ -91,7 +91,7 @@ class Served:
     async def _run_tick(self) -> None:
         try:
             # The app's view of the database, whose hooks wake its waiting claims.
-            await run_tick(self._app.state.database, job_of)
+            await run_tick(self.app.state.database, job_of)
         except Exception:
             log.exception("the fake manager's maintenance failed")
 
