@@ -20,7 +20,9 @@ from ._models import (
     Stage,
     Task,
     _Wire,
+    given,
     seconds,
+    wire,
 )
 from ._reports import (
     HeartbeatAnswer,
@@ -183,13 +185,9 @@ class ConsumerCalls:
         Raises LeaseLostError when the lease is no longer the task's. When the answer's
         `cancel_requested` is True the task was aborted: stop, and do not report it.
         """
-        body: dict[str, Any] = {"leaseId": str(lease_id)}
-        if progress is not None:
-            body["progress"] = progress
-        if message is not None:
-            body["message"] = message
-        if lease is not None:
-            body["leaseSeconds"] = seconds(lease)
+        body = given(
+            leaseId=lease_id, progress=progress, message=message, leaseSeconds=seconds(lease)
+        )
         response = await self._http.request(
             "POST", f"/v1/tasks/{task_id}/heartbeat", json=body, repeatable=True
         )
@@ -203,9 +201,7 @@ class ConsumerCalls:
         renewed lease or the error of each (LEASE_LOST, TASK_NOT_FOUND, ...), and an
         error raises nothing. `cancel_requested` in an answer means as for `heartbeat`.
         """
-        body: dict[str, Any] = {"heartbeats": [beat.body() for beat in heartbeats]}
-        if lease is not None:
-            body["leaseSeconds"] = seconds(lease)
+        body = given(heartbeats=[beat.body() for beat in heartbeats], leaseSeconds=seconds(lease))
         response = await self._http.request(
             "POST", "/v1/tasks/heartbeats", json=body, repeatable=True
         )
@@ -223,13 +219,13 @@ class ConsumerCalls:
     ) -> Event:
         """Add an entry to the task's job history (`list_events` answers it among the
         status changes). While the task runs, only under its lease (`lease_id`)."""
-        body: dict[str, Any] = {"name": name, "level": level}
-        if lease_id is not None:
-            body["leaseId"] = str(lease_id)
-        if message is not None:
-            body["message"] = message
-        if fields is not None:
-            body["fields"] = dict(fields)
+        body = given(
+            name=name,
+            level=level,
+            leaseId=lease_id,
+            message=message,
+            fields=None if fields is None else dict(fields),
+        )
         # With a key of its own (when keys are automatic) it is retried like a create,
         # so a handler's entry rides out a manager or database restart.
         created = await self._http.create(f"/v1/tasks/{task_id}/events", body, idempotency_key=None)
@@ -244,11 +240,7 @@ class ConsumerCalls:
     ) -> list[JobAsset]:
         """Record outputs of the task's job (up to 100 a call), as made by this task.
         While the task runs, only under its lease (`lease_id`)."""
-        body: dict[str, Any] = {
-            "assets": [a.model_dump(mode="json", by_alias=True, exclude_none=True) for a in assets]
-        }
-        if lease_id is not None:
-            body["leaseId"] = str(lease_id)
+        body = given(assets=[wire(asset) for asset in assets], leaseId=lease_id)
         # Retried like a create, under a key of its own: a retry records nothing twice.
         created = await self._http.create(f"/v1/tasks/{task_id}/assets", body, idempotency_key=None)
         return _Assets.model_validate(created).items
@@ -262,9 +254,7 @@ class ConsumerCalls:
     ) -> Job:
         """Set the result of the task's job (a JSON object; the last one set stands);
         answers the job. While the task runs, only under its lease (`lease_id`)."""
-        body: dict[str, Any] = {"result": dict(result)}
-        if lease_id is not None:
-            body["leaseId"] = str(lease_id)
+        body = given(result=dict(result), leaseId=lease_id)
         response = await self._http.request(
             "PUT", f"/v1/tasks/{task_id}/job-result", json=body, repeatable=True
         )
@@ -342,11 +332,10 @@ def _claim_body(
     wait: timedelta | None,
 ) -> dict[str, Any]:
     types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
-    body: dict[str, Any] = {"stageTypes": types, "limit": limit}
-    if lease is not None:
-        body["leaseSeconds"] = seconds(lease)
-    if worker is not None:
-        body["worker"] = worker
-    if wait is not None:
-        body["waitSeconds"] = seconds(wait)
-    return body
+    return given(
+        stageTypes=types,
+        limit=limit,
+        leaseSeconds=seconds(lease),
+        worker=worker,
+        waitSeconds=seconds(wait),
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Generic, Literal, Self, TypeVar
+from typing import Any, Generic, Literal, Self, TypeVar, overload
 
 from pydantic import (
     BaseModel,
@@ -448,10 +448,27 @@ def wire(spec: BaseModel) -> dict[str, Any]:
     return spec.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def seconds(duration: timedelta) -> int | float:
-    """A duration in seconds as the wire takes it: whole seconds as an int."""
+@overload
+def seconds(duration: timedelta) -> int | float: ...
+@overload
+def seconds(duration: None) -> None: ...
+def seconds(duration: timedelta | None) -> int | float | None:
+    """A duration in seconds as the wire takes it: whole seconds as an int (None stays
+    None, an option left unset)."""
+    if duration is None:
+        return None
     value = duration.total_seconds()
     return int(value) if value.is_integer() else value
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """A request body of the fields whose value is not None, ids in their string form: an
+    option left unset is left out, so a body without options is the reference API's."""
+    return {
+        key: str(value) if isinstance(value, uuid.UUID) else value
+        for key, value in fields.items()
+        if value is not None
+    }
 
 
 # Ids may be passed as UUIDs or as their string form.

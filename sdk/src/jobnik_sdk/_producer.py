@@ -26,6 +26,8 @@ from ._models import (
     Task,
     TaskRetryPolicy,
     TaskStatus,
+    given,
+    seconds,
     wire,
 )
 from ._pages import iterate_filtered, iterate_pages
@@ -117,13 +119,14 @@ class ProducerCalls:
         (or, with `unique_window`, until that long after its creation) the call makes
         nothing and returns that job, stages and all; its `unique_key` says so.
         """
-        body: dict[str, Any] = {"name": name, "data": dict(data or {}), "priority": priority}
-        if unique_key is not None:
-            body["uniqueKey"] = unique_key
-        if unique_window is not None:
-            body["uniqueWindowSeconds"] = unique_window.total_seconds()
-        if user_metadata is not None:
-            body["userMetadata"] = dict(user_metadata)
+        body = given(
+            name=name,
+            data=dict(data or {}),
+            priority=priority,
+            uniqueKey=unique_key,
+            uniqueWindowSeconds=seconds(unique_window),
+            userMetadata=None if user_metadata is None else dict(user_metadata),
+        )
         times = (("notBefore", not_before), ("deadline", deadline), ("expiresAt", expires_at))
         for key, time in times:
             if time is not None:
@@ -228,9 +231,7 @@ class ProducerCalls:
     async def cancel_task(self, task_id: EntityId, *, reason: str | None = None) -> Task:
         """Cancel one task that is not final (ABORTED, no attempt spent): its holder, if it
         runs, hears of it at its next heartbeat. Its stage completes without it."""
-        body: dict[str, Any] = {"status": TaskStatus.ABORTED}
-        if reason is not None:
-            body["reason"] = reason
+        body = given(status=TaskStatus.ABORTED, reason=reason)
         response = await self._http.request("PUT", f"/v1/tasks/{task_id}/status", json=body)
         return Task.model_validate(response.json())
 
@@ -459,11 +460,8 @@ class ProducerCalls:
     async def _dead_letters(
         self, verb: str, task_ids: Sequence[EntityId] | None, stage_type: str | None
     ) -> DeadLettersHandled:
-        body: dict[str, Any] = {}
-        if task_ids is not None:
-            body["taskIds"] = [str(t) for t in task_ids]
-        if stage_type is not None:
-            body["stageType"] = stage_type
+        ids = None if task_ids is None else [str(t) for t in task_ids]
+        body = given(taskIds=ids, stageType=stage_type)
         response = await self._http.request("POST", f"/v1/dead-letters/{verb}", json=body)
         return DeadLettersHandled.model_validate_json(response.content)
 

@@ -8,7 +8,7 @@ from typing import Any, Self
 
 from pydantic import Field, model_validator
 
-from ._models import EntityId, JobStatus, Task, TaskStatus, _Wire, seconds
+from ._models import EntityId, JobStatus, Task, TaskStatus, _Wire, given, seconds, wire
 
 MAX_REASON = 2000
 MAX_ERROR_TYPE = 200
@@ -111,20 +111,15 @@ class TaskReport(_Wire):
     def body(self) -> dict[str, Any]:
         """The report as the manager takes it, without `taskId`; options left unset
         are left out, so a plain report is the reference API's."""
-        body: dict[str, Any] = {"status": self.status.value}
-        if self.lease_id is not None:
-            body["leaseId"] = str(self.lease_id)
-        if self.result is not None:
-            body["result"] = self.result
-        if self.reason is not None:
-            body["reason"] = self.reason
-        if not self.retryable:
-            body["retryable"] = False
-        if self.retry_after is not None:
-            body["retryAfterSeconds"] = seconds(self.retry_after)
-        if self.error_type is not None:
-            body["errorType"] = self.error_type
-        return body
+        return given(
+            status=self.status.value,
+            leaseId=self.lease_id,
+            result=self.result,
+            reason=self.reason,
+            retryable=None if self.retryable else False,
+            retryAfterSeconds=seconds(self.retry_after),
+            errorType=self.error_type,
+        )
 
 
 class ReportError(_Wire):
@@ -163,12 +158,7 @@ class TaskHeartbeat(_Wire):
 
     def body(self) -> dict[str, Any]:
         """The item as the manager takes it."""
-        body: dict[str, Any] = {"taskId": str(self.task_id), "leaseId": str(self.lease_id)}
-        for key in ("progress", "message", "current", "total"):
-            value = getattr(self, key)
-            if value is not None:
-                body[key] = value
-        return body
+        return wire(self)
 
 
 class HeartbeatOutcome(_Wire):

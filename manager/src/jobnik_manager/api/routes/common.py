@@ -57,6 +57,17 @@ LEASE_ERRORS: Responses = {
 }
 
 
+def pages_of(model: type, responses: Responses | None = None) -> dict[str, Any]:
+    """What a listing route passes to its decorator: it answers one `Page` of `model`,
+    its unset fields left out, and documents `responses` (ERRORS where the path names
+    what may not exist)."""
+    return {
+        "response_model": Page[model],  # type: ignore[valid-type]
+        "response_model_exclude_none": True,
+        "responses": responses or {},
+    }
+
+
 async def one_page(
     db: Database,
     out: Callable[[RowT], OutT],

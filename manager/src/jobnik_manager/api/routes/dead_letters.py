@@ -19,7 +19,7 @@ from ..edge import EdgeRoute
 from ..presenters import task_out
 from ..schemas import ErrorMessage, Inbound, Outbound, Page, StageType, TaskOut
 from ..transaction import in_transaction
-from .common import StageTypeQuery
+from .common import StageTypeQuery, pages_of
 
 router = APIRouter(prefix="/v1/dead-letters", tags=["dead letters"], route_class=EdgeRoute)
 
@@ -94,7 +94,7 @@ def _skipped(skipped: list[service.Skipped]) -> list[SkippedOut]:
     return [SkippedOut(task_id=k.task_id, code=k.code, message=k.message) for k in skipped]
 
 
-@router.get("", response_model=Page[DeadLetterOut], response_model_exclude_none=True)
+@router.get("", **pages_of(DeadLetterOut))
 async def list_dead_letters(
     db: DatabaseDep,
     page: PageDep,

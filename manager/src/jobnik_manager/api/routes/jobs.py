@@ -44,6 +44,7 @@ from .common import (
     RETRY_ERRORS,
     add_user_metadata_route,
     jobs_out,
+    pages_of,
     stages_out,
 )
 
@@ -56,7 +57,7 @@ NewestFirstQuery = Annotated[
 ]
 
 
-@router.get("", response_model=Page[JobOut], response_model_exclude_none=True)
+@router.get("", **pages_of(JobOut))
 async def find_jobs(
     db: DatabaseDep,
     page: PageDep,

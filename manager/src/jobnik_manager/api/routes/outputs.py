@@ -19,7 +19,7 @@ from ..presenters import job_response
 from ..same_named import same_named
 from ..schemas import AssetOut, AssetsIn, AssetsOut, JobOut, JobResultIn, Page
 from ..transaction import in_transaction
-from .common import ERRORS, LEASE_ERRORS, one_page
+from .common import ERRORS, LEASE_ERRORS, one_page, pages_of
 
 router = APIRouter(tags=["outputs"], route_class=EdgeRoute)
 
@@ -74,12 +74,7 @@ async def set_job_result(db: DatabaseDep, taskId: uuid.UUID, payload: JobResultI
     return job_response(*await reads.job(db, job_id))
 
 
-@router.get(
-    "/v1/jobs/{jobId}/assets",
-    response_model=Page[AssetOut],
-    response_model_exclude_none=True,
-    responses=ERRORS,
-)
+@router.get("/v1/jobs/{jobId}/assets", **pages_of(AssetOut, ERRORS))
 async def list_assets(db: DatabaseDep, jobId: uuid.UUID, page: PageDep) -> Page[AssetOut]:
     """One page of the job's assets, in the order they were recorded."""
     return await one_page(db, asset_out, job_outputs.list_assets, jobId, page)

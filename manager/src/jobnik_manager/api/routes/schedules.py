@@ -27,7 +27,7 @@ from ..presenters import json_response
 from ..same_named import same_named
 from ..schemas import Inbound, JobCreate, OkMessage, Outbound, Page
 from ..transaction import in_transaction
-from .common import ERRORS, one_page
+from .common import ERRORS, one_page, pages_of
 
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=EdgeRoute)
 
@@ -130,7 +130,7 @@ def _dumped(out: Outbound, status: int = 200) -> Response:
     return json_response(out.model_dump(mode="json", by_alias=True, exclude_none=True), status)
 
 
-@router.get("", response_model=Page[ScheduleOut], response_model_exclude_none=True)
+@router.get("", **pages_of(ScheduleOut))
 async def list_schedules(db: DatabaseDep, page: PageDep) -> Page[ScheduleOut]:
     """The schedules by name (a producer's own only)."""
     return await one_page(db, schedule_out, service.find, listing_owner(), page)

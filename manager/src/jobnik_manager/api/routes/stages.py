@@ -38,13 +38,14 @@ from .common import (
     StageTypeQuery,
     add_user_metadata_route,
     one_page,
+    pages_of,
     stages_out,
 )
 
 router = APIRouter(prefix="/v1/stages", tags=["stages"], route_class=CreateRoute)
 
 
-@router.get("", response_model=Page[StageOut], response_model_exclude_none=True)
+@router.get("", **pages_of(StageOut))
 async def find_stages(
     db: DatabaseDep,
     page: PageDep,
@@ -103,12 +104,7 @@ async def change_stage_status(
     return OkMessage(code="STAGE_MODIFIED_SUCCESSFULLY")
 
 
-@router.get(
-    "/{stageId}/tasks",
-    response_model=Page[TaskOut],
-    response_model_exclude_none=True,
-    responses=ERRORS,
-)
+@router.get("/{stageId}/tasks", **pages_of(TaskOut, ERRORS))
 async def get_stage_tasks(db: DatabaseDep, stageId: uuid.UUID, page: PageDep) -> Page[TaskOut]:
     return await one_page(db, task_out, stage_service.tasks_of_stage, stageId, page)
 

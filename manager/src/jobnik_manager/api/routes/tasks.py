@@ -53,7 +53,14 @@ from ..schemas import (
     TaskStatusReport,
 )
 from ..transaction import in_transaction
-from .common import ERRORS, LEASE_ERRORS, StageTypeQuery, add_user_metadata_route, one_page
+from .common import (
+    ERRORS,
+    LEASE_ERRORS,
+    StageTypeQuery,
+    add_user_metadata_route,
+    one_page,
+    pages_of,
+)
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"], route_class=EdgeRoute)
 
@@ -196,7 +203,7 @@ def _error(exc: DomainError) -> ErrorMessage:
     return ErrorMessage(message=exc.message, code=exc.code)
 
 
-@router.get("", response_model=Page[TaskOut], response_model_exclude_none=True)
+@router.get("", **pages_of(TaskOut))
 async def find_tasks(
     db: DatabaseDep,
     page: PageDep,
