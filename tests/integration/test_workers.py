@@ -126,11 +126,29 @@ async def test_a_replica_remembers_recent_workers_only(
     sightings = workers.Sightings()
     for name in ("a", "b", "c"):
         await sightings.seen(db, name, ["t"])
-    clock.advance(timedelta(seconds=10))
+    clock.advance(timedelta(seconds=61))  # each would now count as back
     await sightings.seen(db, "d", ["t"])
     assert set(sightings._recorded) == {"d"}
-    seen = await workers.live_workers(db, timedelta(seconds=60))
+    seen = await workers.live_workers(db, timedelta(seconds=120))
     assert [w.name for w in seen] == ["a", "b", "c", "d"]  # all recorded all the same
+
+
+async def test_a_replica_at_its_memory_bar_keeps_batching_the_workers_it_sees(
+    db: Database, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As many workers as the bar, each claiming every few seconds: none is dropped, so
+    # none of their next claims is written on its own.
+    monkeypatch.setattr(workers, "FORGET_RECORDS_FROM", 3)
+    sightings = workers.Sightings()
+    for name in ("a", "b", "c"):
+        await sightings.seen(db, name, ["t"])
+    clock.advance(timedelta(seconds=6))
+    await sightings.seen(db, "d", ["t"])
+    assert set(sightings._recorded) == {"a", "b", "c", "d"}
+    clock.advance(timedelta(seconds=6))
+    for name in ("a", "b", "c", "d"):
+        await sightings.seen(db, name, ["t"])
+    assert list(sightings._waiting) == ["a", "b", "c", "d"]  # none written on its own
 
 
 async def test_sightings_of_workers_seen_again_are_written_together_within_seconds(

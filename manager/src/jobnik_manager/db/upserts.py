@@ -11,5 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 def insert_for(s: AsyncSession, table: Any) -> Any:
     """An INSERT into `table` that takes `on_conflict_do_nothing` / `_do_update`."""
-    dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
-    return dialect.insert(table)
+    return insert_on(s.get_bind().dialect.name, table)
+
+
+def insert_on(dialect: str, table: Any) -> Any:
+    """The same, on the database of the dialect named `dialect`."""
+    return (postgresql if dialect == "postgresql" else sqlite).insert(table)

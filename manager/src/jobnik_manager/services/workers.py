@@ -15,16 +15,18 @@ not run out.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, acting_name, now_in
 from ..db.models import Task, WorkerSighting
-from ..db.upserts import insert_for
+from ..db.upserts import insert_on
 from ..domain.statuses import TaskStatus
 
 RECORD_EVERY = timedelta(seconds=5)  # per worker and replica
@@ -32,7 +34,9 @@ RECORD_EVERY = timedelta(seconds=5)  # per worker and replica
 # workers view's window is a minute by default).
 BACK_AFTER = timedelta(seconds=60)
 FORGET_AFTER = timedelta(days=1)
-FORGET_RECORDS_FROM = 1_000  # workers remembered per replica before the old are dropped
+# Workers remembered per replica before those unseen for BACK_AFTER are dropped (they
+# would be recorded at once anyway); past it, the bar doubles with what is kept.
+FORGET_RECORDS_FROM = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,7 @@ class Sightings:
 
     def __init__(self) -> None:
         self._recorded: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+        self._forget_from = FORGET_RECORDS_FROM
         self._waiting: dict[str, Sighting] = {}  # by worker, the oldest first
 
     async def seen(self, db: Database, worker: str | None, stage_types: Sequence[str]) -> None:
@@ -69,11 +74,14 @@ class Sightings:
         last = self._recorded.get(worker)
         if last is not None and last[1] == types and now - last[0] < RECORD_EVERY:
             return
-        if len(self._recorded) >= FORGET_RECORDS_FROM:
-            # Workers come and go (a name per process by default): keep recent ones only.
+        if len(self._recorded) >= self._forget_from:
+            # Workers come and go (a name per process by default): keep those that would
+            # not count as back. Dropping any other would record each of its claims at
+            # once, a transaction apiece.
             self._recorded = {
-                name: seen for name, seen in self._recorded.items() if now - seen[0] < RECORD_EVERY
+                name: seen for name, seen in self._recorded.items() if now - seen[0] < BACK_AFTER
             }
+            self._forget_from = max(FORGET_RECORDS_FROM, 2 * len(self._recorded))
         self._recorded[worker] = (now, types)
         sighting = Sighting(worker, list(types), acting_name(), now)
         if last is None or last[1] != types or now - last[0] >= BACK_AFTER:
@@ -102,8 +110,17 @@ async def _record(s: AsyncSession, sightings: list[Sighting]) -> None:
         }
         for one in sorted(sightings, key=lambda one: one.name)  # one lock order
     ]
-    insert = insert_for(s, WorkerSighting)
-    upsert = insert.on_conflict_do_update(
+    # The rows as parameters, not in the statement: its text, compiled once, serves any
+    # number of them.
+    await s.execute(_upsert(s.get_bind().dialect.name), rows)
+
+
+@functools.cache
+def _upsert(dialect: str) -> Any:
+    """The sightings' upsert on `dialect`'s database, built once (the construct's column
+    collections cost more than running it)."""
+    insert = insert_on(dialect, WorkerSighting)
+    return insert.on_conflict_do_update(
         index_elements=[WorkerSighting.name],
         set_={
             "stage_types": insert.excluded.stage_types,
@@ -111,9 +128,6 @@ async def _record(s: AsyncSession, sightings: list[Sighting]) -> None:
             "last_seen": insert.excluded.last_seen,
         },
     )
-    # The rows as parameters, not in the statement: its text, compiled once, serves any
-    # number of them.
-    await s.execute(upsert, rows)
 
 
 async def live_workers(db: Database, window: timedelta) -> list[WorkerView]:

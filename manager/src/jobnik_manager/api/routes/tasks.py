@@ -134,6 +134,11 @@ async def claim_batch(
                     if waiter.event.is_set():
                         waiters.pass_on(waiter)  # woken for a task it will not claim
                     break
+                if not waiter.event.is_set() and asyncio.get_running_loop().time() >= deadline:
+                    # The wait ran out unwoken: the empty answer stands, and the claim
+                    # the worker sends next looks again at once. Claiming here too would
+                    # double what an idle worker costs.
+                    break
     body: dict[str, Any] = {"items": task_bodies([_columns(r) for r in claimed.rows])}
     if claimed.retry_after is not None:  # a stage type's limit held tasks back
         body["retryAfterSeconds"] = round(claimed.retry_after, 3)
