@@ -128,7 +128,7 @@ async def test_a_replica_remembers_recent_workers_only(
         await sightings.seen(db, name, ["t"])
     clock.advance(timedelta(seconds=61))  # each would now count as back
     await sightings.seen(db, "d", ["t"])
-    assert set(sightings._recorded) == {"d"}
+    assert {name for name, _ in sightings._recorded} == {"d"}
     seen = await workers.live_workers(db, timedelta(seconds=120))
     assert [w.name for w in seen] == ["a", "b", "c", "d"]  # all recorded all the same
 
@@ -144,11 +144,31 @@ async def test_a_replica_at_its_memory_bar_keeps_batching_the_workers_it_sees(
         await sightings.seen(db, name, ["t"])
     clock.advance(timedelta(seconds=6))
     await sightings.seen(db, "d", ["t"])
-    assert set(sightings._recorded) == {"a", "b", "c", "d"}
+    assert {name for name, _ in sightings._recorded} == {"a", "b", "c", "d"}
     clock.advance(timedelta(seconds=6))
     for name in ("a", "b", "c", "d"):
         await sightings.seen(db, name, ["t"])
-    assert list(sightings._waiting) == ["a", "b", "c", "d"]  # none written on its own
+    # None written on its own:
+    assert [name for name, _ in sightings._waiting] == ["a", "b", "c", "d"]
+
+
+async def test_the_workers_of_one_process_share_its_name_and_their_sightings_wait_together(
+    db: Database, clock: ManualClock
+) -> None:
+    # A process's Workers go by its name, each claiming a type of its own: one's claim
+    # is not the others' change of types, written at once each time.
+    sightings = workers.Sightings()
+    for kind in ("t1", "t2", "t3"):
+        await sightings.seen(db, "process", [kind])  # new: at once
+    clock.advance(timedelta(seconds=6))
+    for kind in ("t1", "t2", "t3"):
+        await sightings.seen(db, "process", [kind])
+    assert len(sightings._waiting) == 3
+    clock.advance(timedelta(seconds=6))
+    await sightings.seen(db, "process", ["t1"])  # the oldest waiting is due: all written
+    seen = await workers.live_workers(db, timedelta(seconds=60))
+    assert [(w.name, w.stage_types) for w in seen] == [("process", ["t1", "t2", "t3"])]
+    assert seen[0].last_seen == clock.now()
 
 
 async def test_sightings_of_workers_seen_again_are_written_together_within_seconds(

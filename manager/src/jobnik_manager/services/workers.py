@@ -16,7 +16,7 @@ not run out.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -58,43 +58,58 @@ class Sighting:
 
 
 class Sightings:
-    """When this process last recorded each worker (on the database's clock), and the
-    sightings waiting to be written."""
+    """When this process last recorded each worker claiming each set of stage types (on
+    the database's clock), and the sightings waiting to be written.
+
+    Keyed by name and types: the Workers of one process share its name by default, each
+    claiming types of its own, and one's claim must not count as another's change of
+    types (written at once)."""
 
     def __init__(self) -> None:
-        self._recorded: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+        self._recorded: dict[tuple[str, tuple[str, ...]], datetime] = {}
         self._forget_from = FORGET_RECORDS_FROM
-        self._waiting: dict[str, Sighting] = {}  # by worker, the oldest first
+        # The oldest first.
+        self._waiting: dict[tuple[str, tuple[str, ...]], Sighting] = {}
 
     async def seen(self, db: Database, worker: str | None, stage_types: Sequence[str]) -> None:
         if not worker:
             return  # an unnamed claimer (a v1 dequeue) has nothing to be listed by
-        types = tuple(sorted(set(stage_types)))
+        key = (worker, tuple(sorted(set(stage_types))))
         now = db.clock.now()
-        last = self._recorded.get(worker)
-        if last is not None and last[1] == types and now - last[0] < RECORD_EVERY:
+        last = self._recorded.get(key)
+        if last is not None and now - last < RECORD_EVERY:
             return
         if len(self._recorded) >= self._forget_from:
             # Workers come and go (a name per process by default): keep those that would
             # not count as back. Dropping any other would record each of its claims at
             # once, a transaction apiece.
             self._recorded = {
-                name: seen for name, seen in self._recorded.items() if now - seen[0] < BACK_AFTER
+                one: seen for one, seen in self._recorded.items() if now - seen < BACK_AFTER
             }
             self._forget_from = max(FORGET_RECORDS_FROM, 2 * len(self._recorded))
-        self._recorded[worker] = (now, types)
-        sighting = Sighting(worker, list(types), acting_name(), now)
-        if last is None or last[1] != types or now - last[0] >= BACK_AFTER:
-            # New here, back after a while, or claiming other types: at once.
-            self._waiting.pop(worker, None)
+        self._recorded[key] = now
+        sighting = Sighting(worker, list(key[1]), acting_name(), now)
+        if last is None or now - last >= BACK_AFTER:
+            # New here (or claiming other types), or back after a while: at once.
+            self._waiting.pop(key, None)
             await db.transaction(lambda s: _record(s, [sighting]))
             return
         oldest = next(iter(self._waiting.values()), None)
-        self._waiting.pop(worker, None)  # its newer sighting replaces the one waiting
-        self._waiting[worker] = sighting
+        self._waiting.pop(key, None)  # its newer sighting replaces the one waiting
+        self._waiting[key] = sighting
         if oldest is not None and now - oldest.seen >= RECORD_EVERY:
-            waiting, self._waiting = list(self._waiting.values()), {}
+            waiting, self._waiting = _by_worker(self._waiting.values()), {}
             await db.transaction(lambda s: _record(s, waiting))
+
+
+def _by_worker(sightings: Iterable[Sighting]) -> list[Sighting]:
+    """One sighting per worker: the latest, claiming every type it was seen claiming."""
+    merged: dict[str, Sighting] = {}
+    for one in sorted(sightings, key=lambda one: one.seen):
+        before = merged.get(one.name)
+        types = one.stage_types if before is None else before.stage_types + one.stage_types
+        merged[one.name] = Sighting(one.name, sorted(set(types)), one.principal, one.seen)
+    return list(merged.values())
 
 
 async def _record(s: AsyncSession, sightings: list[Sighting]) -> None:
