@@ -157,3 +157,36 @@ async def test_bad_limits_answer_400_and_change_nothing(
     assert answer["code"] == "VALIDATION_ERROR" and answer["message"], what
     shown = await stage_type(api, kind)
     assert (shown["maxInFlight"], shown.get("ratePerSecond")) == (1, None)
+
+
+async def test_a_limit_set_here_applies_to_the_next_claim_and_one_set_elsewhere_soon(
+    api: Api, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Which types are limited is kept for a moment between claims (an idle worker's
+    # every long poll asks); a limit set through this manager is seen at once.
+    kind, other_kind = unique("set-here"), unique("set-elsewhere")
+    await ready_tasks(api, kind, 4)
+    await ready_tasks(api, other_kind, 4)
+    assert await claim(api, unique("none"), limit=2) == []  # the limits read, none
+    await limit(api, kind, maxInFlight=1)
+    assert len(await claim(api, kind, limit=4)) == 1
+    if db.is_sqlite:
+        return  # SQLite's claim reads the limits inside its own transaction, every time
+    # Set through another manager: this one claims the type's tasks under it once it has
+    # read the limits again, and never hands them out past it.
+    monkeypatch.setattr("jobnik_manager.services.stage_type_limits.LIMITED_KEPT", 0.3)
+    assert await claim(api, unique("none"), limit=2) == []
+    elsewhere = Database(db.url, pool_size=2)
+    try:
+        with app_on(elsewhere) as app:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://m2") as http:
+                await limit(Api(http), other_kind, maxInFlight=2)
+    finally:
+        await elsewhere.dispose()
+    assert len(await claim(api, other_kind, limit=4)) in (0, 2)
+    await asyncio.sleep(0.35)
+    assert len(await claim(api, other_kind, limit=4)) in (0, 2)  # 2 in all
+    shown = await stage_type(api, other_kind)
+    assert (shown["inFlight"], shown["waiting"]) == (2, 2)
+    await assert_invariants(db)

@@ -185,7 +185,10 @@ async def set_stage_type_limits(
             set_by=row.principal,
         )
 
-    return await in_transaction(db, work)
+    try:
+        return await in_transaction(db, work)
+    finally:
+        stage_type_limits.forget_limited(db)
 
 
 @router.delete(
@@ -196,5 +199,8 @@ async def set_stage_type_limits(
 )
 async def clear_stage_type_limits(db: DatabaseDep, stageType: StageTypePath) -> LimitsOut:
     """Hand the type's tasks out without limits again; one without limits is left as it is."""
-    await in_transaction(db, stage_type_limits.clear_limit, stageType)
+    try:
+        await in_transaction(db, stage_type_limits.clear_limit, stageType)
+    finally:
+        stage_type_limits.forget_limited(db)
     return LimitsOut(type=stageType)
