@@ -189,7 +189,7 @@ async def test_a_worker_stopped_as_its_claim_is_answered_hands_back_what_it_clai
         await fake.claimed.wait()
         await w.shutdown()  # while the answer is on its way
     assert run.done() and run.exception() is None
-    assert fake.claim_waits[-1] == (timedelta(seconds=10) if claim == "waiting" else None)
+    assert fake.claim_waits[-1] == (timedelta(seconds=30) if claim == "waiting" else None)
     # Not left to its lease: offered again at once, with no attempt spent.
     [task] = (await fake.list_tasks(stage_type="late")).items
     assert (task.status, task.attempts, task.reason, ran) == (

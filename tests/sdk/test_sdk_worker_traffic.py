@@ -174,7 +174,7 @@ async def test_an_idle_worker_starts_a_task_as_the_claim_it_holds_is_answered(
     # No claim went out after the task was created: the one waiting brought it.
     plain, waiting = claims_until_started
     assert "waitSeconds" not in plain.body
-    assert waiting.body["waitSeconds"] == 10
+    assert waiting.body["waitSeconds"] == 30
 
 
 async def test_shutdown_sends_the_reports_still_waiting_for_their_batch(

@@ -35,7 +35,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.shutdown_grace == timedelta(seconds=30)
     assert settings.lease == timedelta(seconds=30)
     assert settings.heartbeat_interval == timedelta(seconds=10)
-    assert settings.claim_wait == timedelta(seconds=10)
+    assert settings.claim_wait == timedelta(seconds=30)
     assert settings.name is None
 
 

@@ -112,7 +112,7 @@ class WorkerSettings(BaseModel):
     """How often a running task's lease is renewed; less than the lease"""
     shutdown_grace_seconds: float = 30.0
     """On SIGTERM, how long running tasks may take before they are cancelled"""
-    claim_wait_seconds: float = 10.0
+    claim_wait_seconds: float = 30.0
     """With nothing ready, how long the manager may hold a claim open and answer it as soon as a
     task is ready; 0 polls instead"""
     poll_initial_seconds: float = Field(default=DEFAULT_POLL_BACKOFF.initial.total_seconds(), gt=0)

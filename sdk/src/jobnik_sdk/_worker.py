@@ -67,7 +67,7 @@ class Worker(Generic[DataT]):
     of all the worker's stage types at once (in groups of 20, taken in turn), so the
     manager's order holds across them: highest job priority, then oldest. After a claim
     that brought tasks it claims again at once. Once a claim finds nothing, the next is
-    a long poll: the manager holds it for up to `claim_wait` (10 s; `timedelta(0)`
+    a long poll: the manager holds it for up to `claim_wait` (30 s; `timedelta(0)`
     turns this off) and answers as soon as tasks of the worker's types are ready, so
     the worker starts them within milliseconds without RabbitMQ. Claims are still paced
     by `poll_backoff`'s growing, jittered delays, which a long poll spends waiting: only
@@ -162,7 +162,7 @@ class Worker(Generic[DataT]):
         safety_poll: timedelta = timedelta(seconds=30),
         handle_signals: bool = True,
         logger: logging.Logger | None = None,
-        claim_wait: timedelta = timedelta(seconds=10),
+        claim_wait: timedelta = timedelta(seconds=30),
         report_batch_size: int = MAX_REPORTS,
         report_linger: timedelta = timedelta(milliseconds=5),
         prefetch: int = MAX_PREFETCH,
