@@ -24,7 +24,7 @@ def test_the_defaults_are_the_workers() -> None:
         "lease": timedelta(seconds=30),
         "heartbeat_interval": timedelta(seconds=10),
         "shutdown_grace": timedelta(seconds=30),
-        "claim_wait": timedelta(seconds=10),
+        "claim_wait": timedelta(seconds=30),
         "poll_backoff": DEFAULT_POLL_BACKOFF,
         "amqp_url": None,
         "safety_poll": timedelta(seconds=30),
