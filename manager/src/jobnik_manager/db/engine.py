@@ -182,9 +182,6 @@ class Database:
         if self.is_sqlite:
             self._writer = SqliteWriter(make_url(url).database or "", WriteLock())
         self._set_hooks(tuple(hooks))
-        # What services keep of this database between transactions, by name (shared by
-        # its views, `with_hooks`): a cache, never the only copy of anything.
-        self.memo: dict[str, Any] = {}
 
     def _set_hooks(self, hooks: tuple[TransactionHook, ...]) -> None:
         self.hooks = hooks

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -110,32 +109,16 @@ _SPEND = "UPDATE stage_type_limits SET tokens = $2, refilled_at = $3 WHERE type 
 
 @cache
 def _limited_types() -> DirectStatement:
-    return statement("SELECT type FROM stage_type_limits")
-
-
-# Which types are limited, as this process read them, is kept this long: every claim that
-# comes back short asks, as each of an idle worker's long polls does. A limit set or
-# cleared through this process is seen at once (`forget_limited`). One set through
-# another replica is seen here within this time: till then the fast claim, which reads
-# the limits itself, holds the type's tasks back; one cleared there, it hands them out.
-LIMITED_KEPT = 1.0  # seconds
-_LIMITED = "limited stage types"
+    return statement(
+        "SELECT type FROM stage_type_limits WHERE type = ANY (:types::varchar[]) ORDER BY type"
+    )
 
 
 async def limited_among(db: Database, stage_types: Sequence[str]) -> list[str]:
-    """PostgreSQL: which of these types are limited, by name."""
-    kept: tuple[float, frozenset[str]] | None = db.memo.get(_LIMITED)
-    if kept is None or time.monotonic() - kept[0] >= LIMITED_KEPT:
-        read_at = time.monotonic()
-        rows = await db.direct(_limited_types(), {}, replay_safe=True)
-        kept = (read_at, frozenset(r["type"] for r in rows))
-        db.memo[_LIMITED] = kept
-    return sorted(kept[1].intersection(stage_types))
-
-
-def forget_limited(db: Database) -> None:
-    """Limits were set or cleared through this process: the next claim reads them."""
-    db.memo.pop(_LIMITED, None)
+    """PostgreSQL: which of these types are limited, by name. One statement on its own
+    (no transaction around it): every claim that comes back short asks it."""
+    rows = await db.direct(_limited_types(), {"types": list(stage_types)}, replay_safe=True)
+    return [r["type"] for r in rows]
 
 
 async def claim_limited_postgres(

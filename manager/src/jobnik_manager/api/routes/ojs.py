@@ -34,7 +34,6 @@ from ...services.dead_letters import failures_of
 from ...services.leases import Beat, HeartbeatAnswer, heartbeats
 from ...services.ojs_pushes import Duplicate, Push, push_jobs
 from ...services.reports import Report, expire_lease_if_due, settle
-from ...services.stage_type_limits import forget_limited
 from ...services.unique_jobs import KeyTakenMeanwhile
 from ...services.workflows import batch_of, fire_callbacks, mark_of, parent_results
 from ..deps import DatabaseDep
@@ -136,9 +135,6 @@ async def _create(db: Database, pushes: list[Push]) -> list[tuple[Mapping[str, A
             return await in_transaction(db, work)
         except KeyTakenMeanwhile:  # another push took a fingerprint first: look again
             return await in_transaction(db, work)
-        finally:
-            if any(push.limits is not None for push in pushes):  # a queue's limits set
-                forget_limited(db)
     except IntegrityError as exc:  # an id is another job's (or twice in the batch)
         raise OjsError(409, "duplicate", "A job with one of these ids exists already.") from exc
     except Duplicate as exc:

@@ -185,10 +185,7 @@ async def set_stage_type_limits(
             set_by=row.principal,
         )
 
-    try:
-        return await in_transaction(db, work)
-    finally:
-        stage_type_limits.forget_limited(db)
+    return await in_transaction(db, work)
 
 
 @router.delete(
@@ -199,8 +196,5 @@ async def set_stage_type_limits(
 )
 async def clear_stage_type_limits(db: DatabaseDep, stageType: StageTypePath) -> LimitsOut:
     """Hand the type's tasks out without limits again; one without limits is left as it is."""
-    try:
-        await in_transaction(db, stage_type_limits.clear_limit, stageType)
-    finally:
-        stage_type_limits.forget_limited(db)
+    await in_transaction(db, stage_type_limits.clear_limit, stageType)
     return LimitsOut(type=stageType)
