@@ -117,17 +117,26 @@ async def test_an_unknown_parameter_is_refused(api: Api) -> None:
     assert answer["code"] == "VALIDATION_ERROR"
 
 
-async def test_a_replica_remembers_recent_workers_only(
-    db: Database, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Each process has a name of its own by default: a replica that remembered each
-    # worker it ever recorded would grow for as long as it runs.
+async def fourth_past_the_bar(
+    db: Database, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, after: float
+) -> workers.Sightings:
+    """A replica that remembers three workers sees a, b and c, then d `after` seconds."""
     monkeypatch.setattr(workers, "FORGET_RECORDS_FROM", 3)
     sightings = workers.Sightings()
     for name in ("a", "b", "c"):
         await sightings.seen(db, name, ["t"])
-    clock.advance(timedelta(seconds=61))  # each would now count as back
+    clock.advance(timedelta(seconds=after))
     await sightings.seen(db, "d", ["t"])
+    return sightings
+
+
+async def test_a_replica_remembers_recent_workers_only(
+    db: Database, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each process has a name of its own by default: a replica that remembered each
+    # worker it ever recorded would grow for as long as it runs. After 61 s, a, b and c
+    # would count as back.
+    sightings = await fourth_past_the_bar(db, clock, monkeypatch, after=61)
     assert {name for name, _ in sightings._recorded} == {"d"}
     seen = await workers.live_workers(db, timedelta(seconds=120))
     assert [w.name for w in seen] == ["a", "b", "c", "d"]  # all recorded all the same
@@ -138,12 +147,7 @@ async def test_a_replica_at_its_memory_bar_keeps_batching_the_workers_it_sees(
 ) -> None:
     # As many workers as the bar, each claiming every few seconds: none is dropped, so
     # none of their next claims is written on its own.
-    monkeypatch.setattr(workers, "FORGET_RECORDS_FROM", 3)
-    sightings = workers.Sightings()
-    for name in ("a", "b", "c"):
-        await sightings.seen(db, name, ["t"])
-    clock.advance(timedelta(seconds=6))
-    await sightings.seen(db, "d", ["t"])
+    sightings = await fourth_past_the_bar(db, clock, monkeypatch, after=6)
     assert {name for name, _ in sightings._recorded} == {"a", "b", "c", "d"}
     clock.advance(timedelta(seconds=6))
     for name in ("a", "b", "c", "d"):
