@@ -190,3 +190,29 @@ async def test_requests_their_callers_gave_up_on_finish_and_the_manager_answers_
         sent.cancel()
     answered = await asyncio.wait_for(fake.get_job(job.id), 20)
     assert answered.status is JobStatus.IN_PROGRESS
+
+
+async def test_a_fake_manager_gone_lends_its_app_to_the_next_which_sees_only_its_own_jobs() -> None:
+    # An app prepares its routes on first use: the next FakeManager takes the app of
+    # one that closed, on a database of its own.
+    from jobnik_sdk.testing import _fake
+
+    first = FakeJobnik()
+    async with first:
+        made = await first.create_job("first", stages=[NewStage(type="s", tasks=[NewTask()])])
+    app = first.manager._served.app
+    del first
+    for _ in range(100):  # closed on the manager's loop once the last reference went
+        if app in _fake._idle_apps:
+            break
+        await asyncio.sleep(0.01)
+    idle = list(_fake._idle_apps)
+    assert app in idle
+    second = FakeJobnik()
+    async with second:
+        assert second.manager._served.app in idle  # none made anew
+        with pytest.raises(NotFoundError):
+            await second.get_job(made.id)
+        job = await second.create_job("second", stages=[NewStage(type="s", tasks=[NewTask()])])
+        [claimed] = await second.claim("s")
+        assert job.stages and claimed.stage_id == job.stages[0].id
