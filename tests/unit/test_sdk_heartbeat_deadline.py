@@ -52,3 +52,29 @@ async def test_a_heartbeat_without_an_answer_gives_up_before_the_lease_ends() ->
     # failing test from hanging.
     await asyncio.wait_for(keeper._beat([attempt]), timeout=LEASE.total_seconds())
     assert manager.calls == 1 and manager.abandoned == 1
+
+
+def test_a_beat_after_every_lease_ran_out_here_waits_to_hear_whether_it_was_lost() -> None:
+    log = logging.getLogger("test")
+    keeper = LeaseKeeper(
+        SilentManager(),  # type: ignore[arg-type]
+        lease=LEASE,
+        interval=timedelta(milliseconds=100),
+        log=log,
+    )
+    live, lapsed = (
+        Attempt(a_claimed_task(lease_id=uuid.uuid4()), log=log, on_progress=lambda: None)
+        for _ in range(2)
+    )
+    keeper.add(live)
+    keeper.add(lapsed)
+    now = keeper._good_until[lapsed.task.id]
+    keeper._good_until[lapsed.task.id] = now - 1  # ran out a second ago, as far as it knows
+    # Alone, the lapsed lease has nothing to save: its beat waits half a lease for the
+    # manager's answer (LEASE_LOST), where cutting it short would never hear it.
+    assert keeper._deadline([lapsed], now) == LEASE.total_seconds() / 2
+    # Beside a live lease, the live one sets the pace; a lease about to end, the margin.
+    keeper._good_until[live.task.id] = now + 10
+    assert keeper._deadline([live, lapsed], now) == 0.1
+    keeper._good_until[live.task.id] = now + 0.1
+    assert keeper._deadline([live, lapsed], now) == 0.05

@@ -146,13 +146,19 @@ class LeaseKeeper:
                 self._heard(attempt, beat, answer)
 
     def _deadline(self, attempts: list[Attempt], now: float) -> float:
-        """Seconds this beat may take: most of what is left of its earliest lease (a
-        tenth of the lease kept as a margin), and never more than an interval."""
+        """Seconds this beat may take: most of what is left of its earliest lease still
+        live here (a tenth of the lease kept as a margin), and never more than an
+        interval. When every lease it carries has run out as far as this process knows,
+        there is nothing left to save by hurrying: the beat waits up to half a lease for
+        the manager to say whether it was lost (a beat cut short would never hear it)."""
         if self._answer_within is not None:
             return self._answer_within.total_seconds()
         lease = self._lease.total_seconds()
-        ends = min(self._good_until.get(a.task.id, now + lease) for a in attempts)
-        return max(0.05, min(self._interval, ends - now - lease / 10))
+        left = [self._good_until.get(a.task.id, now + lease) - now - lease / 10 for a in attempts]
+        live = [seconds for seconds in left if seconds > 0]
+        if not live:
+            return max(self._interval, lease / 2)
+        return max(0.05, min(self._interval, *live))
 
     def _heard(self, attempt: Attempt, beat: TaskHeartbeat, answer: HeartbeatOutcome) -> None:
         if answer.error is not None:
