@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 
 from jobnik_manager.api.routes import tasks as task_routes
+from jobnik_manager.db.engine import Database
+from jobnik_manager.dispatch.wakeups import listen
 
+from ..conftest import app_client
 from ..support.api import Api, unique
 
 
@@ -60,3 +63,55 @@ async def test_a_new_task_wakes_one_waiting_claim_and_two_wake_two(
     for f in waiting:
         f.cancel()
     await asyncio.gather(*waiting, return_exceptions=True)
+
+
+@pytest.mark.postgres_only
+async def test_a_managers_own_notify_wakes_none_of_its_claims_again(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the listener a manager runs beside its app, a task created through it wakes
+    one of its claims at commit; its own NOTIFY, coming back through the listener, does
+    not wake a second (other managers' NOTIFYs do: test_hot_paths)."""
+    real, calls, all_waiting = task_routes.claim, [], asyncio.Event()
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[1])
+        if len(calls) == 3:
+            all_waiting.set()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(task_routes, "claim", counted)
+    db = Database(postgres_url)
+    try:
+        async with app_client(db) as client:
+            await _three_tasks_for_three_waiting_claims(Api(client), db, calls, all_waiting)
+    finally:
+        await db.dispose()
+    # Each task woke one claim, which took it: three claims that waited, three woken.
+    assert len(calls) == 6
+
+
+async def _three_tasks_for_three_waiting_claims(
+    api: Api, db: Database, calls: list[Any], all_waiting: asyncio.Event
+) -> None:
+    waiters = api.http._transport.app.state.waiters  # type: ignore[attr-defined]
+    listener = asyncio.create_task(listen(db.url, waiters, db.backends))
+    await asyncio.sleep(0.3)  # connected: its first act, waking every waiting claim, is done
+    kind = unique("own")
+    body = {"stageTypes": [kind], "limit": 1, "waitSeconds": 20}
+    waiting = [
+        asyncio.ensure_future(api.call("POST", "/v1/tasks/claim", json=body)) for _ in range(3)
+    ]
+    try:
+        await asyncio.wait_for(all_waiting.wait(), 10)
+        for _ in range(3):  # one task at a time, each in a transaction of its own
+            stage = await api.create_stage((await api.create_job())["id"], kind)
+            await api.create_tasks(stage["id"], 1)
+            await asyncio.sleep(0.3)  # room for its NOTIFY to come back
+        await settled(calls, 6)
+        assert all(f.done() for f in waiting)
+    finally:
+        listener.cancel()
+        for f in waiting:
+            f.cancel()
+        await asyncio.gather(listener, *waiting, return_exceptions=True)

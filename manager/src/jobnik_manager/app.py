@@ -82,7 +82,7 @@ def create_app(
                 )
             )
         if not db.is_sqlite:
-            loops.append(asyncio.create_task(listen(db.url, waiters)))
+            loops.append(asyncio.create_task(listen(db.url, waiters, db.backends)))
         if settings.amqp_url:
             relay = Relay(db, settings.amqp_url, outbox=outbox, poll=settings.relay_poll)
             loops.append(asyncio.create_task(relay.run()))

@@ -7,6 +7,7 @@ import contextlib
 import copy
 import logging
 import sqlite3
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -48,9 +49,42 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         return engine
     # No pre-ping: it would cost a round trip per transaction. A connection found dead on
     # use is invalidated by SQLAlchemy and the transaction runs again (`_retried`).
-    return create_async_engine(
+    engine = create_async_engine(
         url, pool_size=pool_size, max_overflow=pool_size, json_deserializer=json_text.loads
     )
+    _track_backends(engine)
+    return engine
+
+
+# PostgreSQL: the server process ids of each engine's open connections, which send its
+# NOTIFYs (`backends`).
+_BACKENDS: weakref.WeakKeyDictionary[Any, set[int]] = weakref.WeakKeyDictionary()
+
+
+def _track_backends(engine: AsyncEngine) -> None:
+    pids = _BACKENDS.setdefault(engine.sync_engine, set())
+
+    def pid(dbapi_connection: Any) -> int:
+        return int(dbapi_connection.driver_connection.get_server_pid())
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _opened(dbapi_connection: Any, _record: Any) -> None:
+        pids.add(pid(dbapi_connection))
+
+    @event.listens_for(engine.sync_engine, "close")
+    def _closed(dbapi_connection: Any, _record: Any) -> None:
+        pids.discard(pid(dbapi_connection))
+
+    @event.listens_for(engine.sync_engine, "close_detached")
+    def _detached_closed(dbapi_connection: Any) -> None:
+        pids.discard(pid(dbapi_connection))
+
+
+def backends(engine: AsyncEngine) -> set[int]:
+    """The server process ids of the engine's open PostgreSQL connections, kept up to
+    date as they open and close (empty for SQLite). A NOTIFY sent from one of them was
+    sent by this process."""
+    return _BACKENDS.get(engine.sync_engine, set())
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
@@ -198,6 +232,12 @@ class Database:
     @property
     def is_sqlite(self) -> bool:
         return is_sqlite(self.url)
+
+    @property
+    def backends(self) -> set[int]:
+        """PostgreSQL: the server process ids of this database's ORM connections, the
+        ones its transactions NOTIFY from (`engine.backends`)."""
+        return backends(self.engine)
 
     async def transaction(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
         """Run `work` in a fresh transaction and commit it.

@@ -5,10 +5,11 @@ A transaction that makes tasks claimable counts them by stage type
 (`domain.announcements.tasks_ready`). After it commits, as many waiters of each type in
 this process are woken, the longest waiting first, not every one: a thousand idle
 workers do not all claim for one new task. On PostgreSQL the same transaction also sends
-`NOTIFY jobnik_ready` ("type:count,..."), so every replica's listener wakes its own
-waiters (`ReadyWaiters` is the transaction hook). A wake-up is only a hint to claim
-again: a lost one costs at most the rest of a claim's wait, a spurious one an empty
-claim; a woken claim whose client has gone passes its wake-up on.
+`NOTIFY jobnik_ready` ("type:count,..."), so every other replica's listener wakes its
+own waiters (`ReadyWaiters` is the transaction hook); a replica's listener passes over
+the NOTIFYs its own connections sent, whose waiters were woken at commit. A wake-up is
+only a hint to claim again: a lost one costs at most the rest of a claim's wait, a
+spurious one an empty claim; a woken claim whose client has gone passes its wake-up on.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Container, Iterable, Iterator, Mapping
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -119,12 +120,15 @@ def _asyncpg_dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-async def listen(url: str, waiters: ReadyWaiters) -> None:
-    """Wake this process's waiters on every replica's NOTIFY, reconnecting as needed."""
+async def listen(url: str, waiters: ReadyWaiters, own: Container[int] = ()) -> None:
+    """Wake this process's waiters on every other replica's NOTIFY, reconnecting as
+    needed. `own`: the server process ids of this process's connections (kept up to
+    date by its engine), whose NOTIFYs woke its waiters at commit already; waking more
+    for them would make a claim per task for nothing."""
     pause = _RECONNECT[0]
     while True:
         try:
-            async with _listening(url, waiters) as closed:
+            async with _listening(url, waiters, own) as closed:
                 pause = _RECONNECT[0]
                 await closed.wait()
             log.warning("wake-up listener lost its connection; reconnecting")
@@ -135,14 +139,17 @@ async def listen(url: str, waiters: ReadyWaiters) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _listening(url: str, waiters: ReadyWaiters) -> AsyncIterator[asyncio.Event]:
+async def _listening(
+    url: str, waiters: ReadyWaiters, own: Container[int]
+) -> AsyncIterator[asyncio.Event]:
     closed = asyncio.Event()
     conn = await asyncpg.connect(_asyncpg_dsn(url))
     try:
         conn.add_termination_listener(lambda _c: closed.set())
 
-        def on_notify(_c: object, _pid: int, _channel: str, payload: str) -> None:
-            waiters.wake(parse_ready(payload))
+        def on_notify(_c: object, pid: int, _channel: str, payload: str) -> None:
+            if pid not in own:
+                waiters.wake(parse_ready(payload))
 
         await conn.add_listener(CHANNEL, on_notify)
         # Claims that waited while the listener was away may have missed a wake-up.
