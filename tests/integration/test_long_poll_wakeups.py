@@ -17,6 +17,23 @@ from ..conftest import app_client
 from ..support.api import Api, unique
 
 
+def counting_claims(
+    monkeypatch: pytest.MonkeyPatch, waiting: int
+) -> tuple[list[Any], asyncio.Event]:
+    """The stage types of every claim the app makes from now on, and an event set once
+    `waiting` were made (each long poll makes one before it waits)."""
+    real, calls, all_waiting = task_routes.claim, [], asyncio.Event()
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[1])
+        if len(calls) == waiting:
+            all_waiting.set()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(task_routes, "claim", counted)
+    return calls, all_waiting
+
+
 async def settled(calls: list[Any], expected: int) -> int:
     """How many claims were made once `expected` were (or 10 s passed, on a machine too
     loaded to get there) and then 0.3 s more: room for any other claim woken to run."""
@@ -31,15 +48,7 @@ async def settled(calls: list[Any], expected: int) -> int:
 async def test_a_new_task_wakes_one_waiting_claim_and_two_wake_two(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real, calls, all_waiting = task_routes.claim, [], asyncio.Event()
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args[1])
-        if len(calls) == 5:
-            all_waiting.set()
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(task_routes, "claim", counted)
+    calls, all_waiting = counting_claims(monkeypatch, 5)
     kind = unique("wake")
     body = {"stageTypes": [kind], "limit": 1, "waitSeconds": 20}
     waiting = [
@@ -72,15 +81,7 @@ async def test_a_managers_own_notify_wakes_none_of_its_claims_again(
     """With the listener a manager runs beside its app, a task created through it wakes
     one of its claims at commit; its own NOTIFY, coming back through the listener, does
     not wake a second (other managers' NOTIFYs do: test_hot_paths)."""
-    real, calls, all_waiting = task_routes.claim, [], asyncio.Event()
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args[1])
-        if len(calls) == 3:
-            all_waiting.set()
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(task_routes, "claim", counted)
+    calls, all_waiting = counting_claims(monkeypatch, 3)
     db = Database(postgres_url)
     try:
         async with app_client(db) as client:
