@@ -8,7 +8,7 @@ import copy
 import logging
 import sqlite3
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -56,35 +56,33 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     return engine
 
 
-# PostgreSQL: the server process ids of each engine's open connections, which send its
-# NOTIFYs (`backends`).
-_BACKENDS: weakref.WeakKeyDictionary[Any, set[int]] = weakref.WeakKeyDictionary()
+# PostgreSQL: the server process id of each engine's open connections, by the id of the
+# connection object, which send its NOTIFYs (`backends`). Read when one opens: one closed
+# because it broke can no longer tell.
+_BACKENDS: weakref.WeakKeyDictionary[Any, dict[int, int]] = weakref.WeakKeyDictionary()
 
 
 def _track_backends(engine: AsyncEngine) -> None:
-    pids = _BACKENDS.setdefault(engine.sync_engine, set())
-
-    def pid(dbapi_connection: Any) -> int:
-        return int(dbapi_connection.driver_connection.get_server_pid())
+    opened = _BACKENDS.setdefault(engine.sync_engine, {})
 
     @event.listens_for(engine.sync_engine, "connect")
     def _opened(dbapi_connection: Any, _record: Any) -> None:
-        pids.add(pid(dbapi_connection))
+        opened[id(dbapi_connection)] = dbapi_connection.driver_connection.get_server_pid()
 
     @event.listens_for(engine.sync_engine, "close")
     def _closed(dbapi_connection: Any, _record: Any) -> None:
-        pids.discard(pid(dbapi_connection))
+        opened.pop(id(dbapi_connection), None)
 
     @event.listens_for(engine.sync_engine, "close_detached")
     def _detached_closed(dbapi_connection: Any) -> None:
-        pids.discard(pid(dbapi_connection))
+        opened.pop(id(dbapi_connection), None)
 
 
-def backends(engine: AsyncEngine) -> set[int]:
+def backends(engine: AsyncEngine) -> Container[int]:
     """The server process ids of the engine's open PostgreSQL connections, kept up to
-    date as they open and close (empty for SQLite). A NOTIFY sent from one of them was
+    date as they open and close (none for SQLite). A NOTIFY sent from one of them was
     sent by this process."""
-    return _BACKENDS.get(engine.sync_engine, set())
+    return _BACKENDS.get(engine.sync_engine, {}).values()
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
@@ -234,7 +232,7 @@ class Database:
         return is_sqlite(self.url)
 
     @property
-    def backends(self) -> set[int]:
+    def backends(self) -> Container[int]:
         """PostgreSQL: the server process ids of this database's ORM connections, the
         ones its transactions NOTIFY from (`engine.backends`)."""
         return backends(self.engine)
