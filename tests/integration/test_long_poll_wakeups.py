@@ -21,14 +21,21 @@ def counting_claims(
     monkeypatch: pytest.MonkeyPatch, waiting: int
 ) -> tuple[list[Any], asyncio.Event]:
     """The stage types of every claim the app makes from now on, and an event set once
-    `waiting` were made (each long poll makes one before it waits)."""
+    `waiting` of them came back (each long poll makes one before it waits). A task made
+    while a first claim is still under way may go to that claim, the one woken for it:
+    then no claim more is made for it."""
     real, calls, all_waiting = task_routes.claim, [], asyncio.Event()
+    returned = 0
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal returned
         calls.append(args[1])
-        if len(calls) == waiting:
-            all_waiting.set()
-        return await real(*args, **kwargs)
+        try:
+            return await real(*args, **kwargs)
+        finally:
+            returned += 1
+            if returned == waiting:
+                all_waiting.set()
 
     monkeypatch.setattr(task_routes, "claim", counted)
     return calls, all_waiting
