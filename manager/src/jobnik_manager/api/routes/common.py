@@ -57,15 +57,22 @@ LEASE_ERRORS: Responses = {
 }
 
 
+def answers(
+    model: Any, responses: Responses | None = None, *, status_code: int | None = None
+) -> dict[str, Any]:
+    """What a route passes to its decorator: it answers `model` (with `status_code`, if
+    not 200), its unset fields left out, and documents `responses`."""
+    given = {"response_model": model, "response_model_exclude_none": True}
+    if status_code is not None:
+        given["status_code"] = status_code
+    return {**given, "responses": responses or {}}
+
+
 def pages_of(model: type, responses: Responses | None = None) -> dict[str, Any]:
     """What a listing route passes to its decorator: it answers one `Page` of `model`,
     its unset fields left out, and documents `responses` (ERRORS where the path names
     what may not exist)."""
-    return {
-        "response_model": Page[model],  # type: ignore[valid-type]
-        "response_model_exclude_none": True,
-        "responses": responses or {},
-    }
+    return answers(Page[model], responses)  # type: ignore[valid-type]
 
 
 async def one_page(

@@ -43,6 +43,7 @@ from .common import (
     ERRORS,
     RETRY_ERRORS,
     add_user_metadata_route,
+    answers,
     jobs_out,
     pages_of,
     stages_out,
@@ -154,7 +155,7 @@ async def create_job(
         return await create_once(db, request, idempotency_key, lambda: _dump(payload), work)
 
 
-@router.get("/{jobId}", response_model=JobOut, response_model_exclude_none=True, responses=ERRORS)
+@router.get("/{jobId}", **answers(JobOut, ERRORS))
 async def get_job(
     db: DatabaseDep, jobId: uuid.UUID, should_return_stages: bool = False
 ) -> JobOut | Response:
@@ -203,12 +204,7 @@ async def change_job_status(
     return OkMessage(code="JOB_MODIFIED_SUCCESSFULLY")
 
 
-@router.post(
-    "/{jobId}/retry",
-    response_model=JobOut,
-    response_model_exclude_none=True,
-    responses=RETRY_ERRORS,
-)
+@router.post("/{jobId}/retry", **answers(JobOut, RETRY_ERRORS))
 async def retry_job(db: DatabaseDep, jobId: uuid.UUID) -> JobOut:
     """Extension: run a FAILED job's failed stage again; its FAILED and ABORTED tasks get a
     fresh set of attempts. Answers the job as it stands after."""
@@ -220,12 +216,7 @@ async def retry_job(db: DatabaseDep, jobId: uuid.UUID) -> JobOut:
     return await in_transaction(db, work)
 
 
-@router.get(
-    "/{jobId}/stages",
-    response_model=list[StageOut],
-    response_model_exclude_none=True,
-    responses=ERRORS,
-)
+@router.get("/{jobId}/stages", **answers(list[StageOut], ERRORS))
 async def get_job_stages(
     db: DatabaseDep, inline: InlineTasksDep, jobId: uuid.UUID, should_return_tasks: bool = False
 ) -> list[StageOut]:

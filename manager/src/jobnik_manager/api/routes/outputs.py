@@ -19,7 +19,7 @@ from ..presenters import job_response
 from ..same_named import same_named
 from ..schemas import AssetOut, AssetsIn, AssetsOut, JobOut, JobResultIn, Page
 from ..transaction import in_transaction
-from .common import ERRORS, LEASE_ERRORS, one_page, pages_of
+from .common import ERRORS, LEASE_ERRORS, answers, one_page, pages_of
 
 router = APIRouter(tags=["outputs"], route_class=EdgeRoute)
 
@@ -28,13 +28,7 @@ def asset_out(a: JobAsset) -> AssetOut:
     return AssetOut(**same_named(a, AssetOut))
 
 
-@router.post(
-    "/v1/tasks/{taskId}/assets",
-    status_code=201,
-    response_model=AssetsOut,
-    response_model_exclude_none=True,
-    responses=LEASE_ERRORS,
-)
+@router.post("/v1/tasks/{taskId}/assets", **answers(AssetsOut, LEASE_ERRORS, status_code=201))
 async def add_assets(
     db: DatabaseDep,
     request: Request,
@@ -59,12 +53,7 @@ async def add_assets(
     )
 
 
-@router.put(
-    "/v1/tasks/{taskId}/job-result",
-    response_model=JobOut,
-    response_model_exclude_none=True,
-    responses=LEASE_ERRORS,
-)
+@router.put("/v1/tasks/{taskId}/job-result", **answers(JobOut, LEASE_ERRORS))
 async def set_job_result(db: DatabaseDep, taskId: uuid.UUID, payload: JobResultIn) -> Response:
     """Set the result of the task's job (a JSON object; the last one set stands)."""
 

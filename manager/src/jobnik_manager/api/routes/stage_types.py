@@ -22,7 +22,7 @@ from ..deps import DatabaseDep
 from ..edge import EdgeRoute
 from ..schemas import ErrorMessage, Inbound, Outbound
 from ..transaction import in_transaction
-from .common import StageTypePath
+from .common import StageTypePath, answers
 
 router = APIRouter(prefix="/v1/stage-types", tags=["stage types"], route_class=EdgeRoute)
 
@@ -46,12 +46,7 @@ class StageTypesOut(Outbound):
     total: int
 
 
-@router.get(
-    "",
-    response_model=StageTypesOut,
-    response_model_exclude_none=True,
-    responses={400: {"model": ErrorMessage}},
-)
+@router.get("", **answers(StageTypesOut, {400: {"model": ErrorMessage}}))
 async def stage_types(db: DatabaseDep) -> StageTypesOut:
     """The stage types that have work in a stage that may run, are paused or limited, by
     name."""
@@ -160,12 +155,7 @@ class LimitsOut(Outbound):
     set_by: str | None = None  # the token that set them (null with auth off)
 
 
-@router.put(
-    "/{stageType}/limits",
-    response_model=LimitsOut,
-    response_model_exclude_none=True,
-    responses={400: {"model": ErrorMessage}},
-)
+@router.put("/{stageType}/limits", **answers(LimitsOut, {400: {"model": ErrorMessage}}))
 async def set_stage_type_limits(
     db: DatabaseDep, stageType: StageTypePath, payload: LimitsIn
 ) -> LimitsOut:
@@ -188,12 +178,7 @@ async def set_stage_type_limits(
     return await in_transaction(db, work)
 
 
-@router.delete(
-    "/{stageType}/limits",
-    response_model=LimitsOut,
-    response_model_exclude_none=True,
-    responses={400: {"model": ErrorMessage}},
-)
+@router.delete("/{stageType}/limits", **answers(LimitsOut, {400: {"model": ErrorMessage}}))
 async def clear_stage_type_limits(db: DatabaseDep, stageType: StageTypePath) -> LimitsOut:
     """Hand the type's tasks out without limits again; one without limits is left as it is."""
     await in_transaction(db, stage_type_limits.clear_limit, stageType)

@@ -37,6 +37,7 @@ from .common import (
     StageTypePath,
     StageTypeQuery,
     add_user_metadata_route,
+    answers,
     one_page,
     pages_of,
     stages_out,
@@ -67,9 +68,7 @@ async def find_stages(
     return await in_transaction(db, work)
 
 
-@router.get(
-    "/{stageId}", response_model=StageOut, response_model_exclude_none=True, responses=ERRORS
-)
+@router.get("/{stageId}", **answers(StageOut, ERRORS))
 async def get_stage(
     db: DatabaseDep, inline: InlineTasksDep, stageId: uuid.UUID, should_return_tasks: bool = False
 ) -> StageOut | Response:
@@ -128,12 +127,7 @@ async def add_tasks(
     return await create_once(db, request, idempotency_key, body, work)
 
 
-@router.patch(
-    "/{stageType}/tasks/dequeue",
-    response_model=TaskOut,
-    response_model_exclude_none=True,
-    responses=ERRORS,
-)
+@router.patch("/{stageType}/tasks/dequeue", **answers(TaskOut, ERRORS))
 async def dequeue(
     db: DatabaseDep,
     stageType: StageTypePath,

@@ -58,6 +58,7 @@ from .common import (
     LEASE_ERRORS,
     StageTypeQuery,
     add_user_metadata_route,
+    answers,
     one_page,
     pages_of,
 )
@@ -81,7 +82,7 @@ def _report_of(payload: TaskStatusReport) -> Report:
     )
 
 
-@router.post("/claim", response_model=ClaimOut, response_model_exclude_none=True, responses=ERRORS)
+@router.post("/claim", **answers(ClaimOut, ERRORS))
 async def claim_batch(
     request: Request,
     db: DatabaseDep,
@@ -154,9 +155,7 @@ def _columns(row: Any) -> Mapping[str, Any]:
     return cast(Mapping[str, Any], mapping if mapping is not None else vars(row))
 
 
-@router.post(
-    "/reports", response_model=BatchReportOut, response_model_exclude_none=True, responses=ERRORS
-)
+@router.post("/reports", **answers(BatchReportOut, ERRORS))
 async def report_batch(db: DatabaseDep, payload: BatchReport) -> Response:
     """Settle many tasks in one transaction; each report stands or falls on its own."""
     items = [(item.task_id, _report_of(item)) for item in payload.reports]
@@ -174,12 +173,7 @@ async def report_batch(db: DatabaseDep, payload: BatchReport) -> Response:
     )
 
 
-@router.post(
-    "/heartbeats",
-    response_model=BatchHeartbeatOut,
-    response_model_exclude_none=True,
-    responses=ERRORS,
-)
+@router.post("/heartbeats", **answers(BatchHeartbeatOut, ERRORS))
 async def heartbeat_batch(db: DatabaseDep, payload: BatchHeartbeat) -> BatchHeartbeatOut:
     """Extend many leases at once; each heartbeat is answered on its own, in order."""
     lease = timedelta(seconds=payload.lease_seconds) if payload.lease_seconds else None
@@ -228,7 +222,7 @@ async def find_tasks(
     return await one_page(db, task_out, task_service.find_tasks, f, page)
 
 
-@router.get("/{taskId}", response_model=TaskOut, response_model_exclude_none=True, responses=ERRORS)
+@router.get("/{taskId}", **answers(TaskOut, ERRORS))
 async def get_task(db: DatabaseDep, taskId: uuid.UUID) -> Response:
     # A key lookup answered without the model (also the fast lane's): a v1 worker may
     # read its task around every run.
@@ -238,12 +232,7 @@ async def get_task(db: DatabaseDep, taskId: uuid.UUID) -> Response:
 add_user_metadata_route(router, Task, "taskId", "TASK_MODIFIED_SUCCESSFULLY")
 
 
-@router.put(
-    "/{taskId}/status",
-    response_model=TaskOut,
-    response_model_exclude_none=True,
-    responses=LEASE_ERRORS,
-)
+@router.put("/{taskId}/status", **answers(TaskOut, LEASE_ERRORS))
 async def report_task_status(
     db: DatabaseDep, taskId: uuid.UUID, payload: TaskStatusReport
 ) -> Response:

@@ -19,6 +19,7 @@ from ..edge import EdgeRoute
 from ..same_named import same_named
 from ..schemas import ErrorMessage, TokenCreate, TokenOut
 from ..transaction import in_transaction
+from .common import answers
 
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"], route_class=EdgeRoute)
 ERRORS: dict[int | str, dict[str, object]] = {
@@ -45,9 +46,7 @@ def _out(row: ApiToken, token: str | None = None) -> TokenOut:
     return TokenOut(**same_named(row, TokenOut, token=token))
 
 
-@router.post(
-    "", status_code=201, response_model=TokenOut, response_model_exclude_none=True, responses=ERRORS
-)
+@router.post("", **answers(TokenOut, ERRORS, status_code=201))
 async def create_token(db: DatabaseDep, request: Request, payload: TokenCreate) -> TokenOut:
     """Make a token; the answer holds its text, the only time it is shown."""
     _auth_on(request)
@@ -59,7 +58,7 @@ async def create_token(db: DatabaseDep, request: Request, payload: TokenCreate) 
     return await in_transaction(db, work)
 
 
-@router.get("", response_model=list[TokenOut], response_model_exclude_none=True, responses=ERRORS)
+@router.get("", **answers(list[TokenOut], ERRORS))
 async def list_tokens(db: DatabaseDep, request: Request) -> Sequence[TokenOut]:
     _auth_on(request)
 
@@ -69,9 +68,7 @@ async def list_tokens(db: DatabaseDep, request: Request) -> Sequence[TokenOut]:
     return await in_transaction(db, work)
 
 
-@router.delete(
-    "/{name}", response_model=TokenOut, response_model_exclude_none=True, responses=ERRORS
-)
+@router.delete("/{name}", **answers(TokenOut, ERRORS))
 async def revoke_token(db: DatabaseDep, request: Request, name: TokenName) -> TokenOut:
     """Revoke a token: it stops working at once, on every replica."""
     _auth_on(request)
