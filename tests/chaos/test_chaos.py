@@ -102,7 +102,7 @@ async def test_chaos(production: Deployment, tmp_path: Path) -> None:
     # none answered with a server error, and no replica died, whatever the workers'
     # deaths cut short.
     assert all(replica.proc is not None and replica.proc.poll() is None for replica in d.replicas)
-    assert answers["serverErrors"] == [], answers["serverErrors"]
+    assert answers["serverErrors"] == [], (answers["serverErrors"], d.replica_troubles())
     by_role = Counter[str]()
     for answer in answers["answers"]:
         assert answer["status"] not in (401, 403), answer

@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +31,9 @@ from jobnik_sdk import JobnikClient
 
 from .private_postgres import PrivatePostgres
 from .processes import ROOT, free_port, manager_command, stop, wait_ready
+
+# What a log line that warns or tells of an error holds (JSON or plain lines).
+_TROUBLE = ("WARNING", "ERROR", "CRITICAL", "Traceback")
 
 Kind = Literal["production", "minimal"]
 ROLES = ("admin", "producer", "operator")
@@ -195,6 +198,17 @@ class Deployment:
             )
         self.workers.append(proc)
         return proc
+
+    def replica_troubles(self, most: int = 40) -> list[str]:
+        """The replicas' log lines that warn or tell of an error (the last `most` of
+        each), for a failure's message: the answers a client saw do not say why."""
+        lines = []
+        for replica in self.replicas:
+            with suppress(OSError):
+                text = replica.log.read_text(errors="replace").splitlines()
+                told = [line for line in text if any(w in line for w in _TROUBLE)]
+                lines += [f"{replica.name}: {line}" for line in told[-most:]]
+        return lines
 
     def balancer_answers(self) -> dict[str, Any]:
         """What the balancer's clients were answered, by role and status."""
