@@ -23,7 +23,7 @@ from .direct import DirectStatement
 from .engine import Database
 from .models import JOBS, STAGES, TASKS, Job, Stage
 from .queries import queries, statement
-from .records import model_values
+from .records import detached, model_values
 from .sqlite_values import Columns
 
 
@@ -58,17 +58,17 @@ async def task_columns(db: Database, task_id: uuid.UUID) -> Mapping[str, Any] | 
 
 
 async def stage(db: Database, stage_id: uuid.UUID) -> Stage | None:
-    """The stage (detached), or None."""
+    """The stage's columns, as a model's attributes (`detached`), or None."""
     if db.is_sqlite:
         rows = await db.sqlite_direct(lambda conn: _by_key(conn, STAGES, "id", stage_id))
-        return Stage(**rows[0]) if rows else None
+        return detached(Stage, rows[0]) if rows else None
     rows = await db.direct(_read("stage"), {"id": stage_id}, replay_safe=True)
-    return Stage(**model_values(STAGES, rows[0])) if rows else None
+    return detached(Stage, model_values(STAGES, rows[0])) if rows else None
 
 
 async def job_and_stages(db: Database, job_id: uuid.UUID) -> tuple[Job, list[Stage]] | None:
-    """The job and its stages (detached; on PostgreSQL holding only what the job's
-    progress reads of them), or None."""
+    """The job and its stages, as models' attributes (`detached`; on PostgreSQL the
+    stages hold only what the job's progress reads of them), or None."""
     if db.is_sqlite:
 
         def read(conn: sqlite3.Connection) -> tuple[Job, list[Stage]] | None:
@@ -76,21 +76,24 @@ async def job_and_stages(db: Database, job_id: uuid.UUID) -> tuple[Job, list[Sta
             if not jobs:
                 return None
             stages = _by_key(conn, STAGES, "job_id", job_id, order_by="stage_order")
-            return Job(**jobs[0]), [Stage(**r) for r in stages]
+            return detached(Job, jobs[0]), [detached(Stage, r) for r in stages]
 
         return await db.sqlite_direct(read)
     rows = await db.direct(_job_statement(), {"id": job_id}, replay_safe=True)
     if not rows:
         return None
     stages = [
-        Stage(
-            **{name: r[f"stage_{name}"] for name in _JOB_STAGE_COLUMNS},
-            status=StageStatus(r["stage_status"]),
+        detached(
+            Stage,
+            {
+                **{name: r[f"stage_{name}"] for name in _JOB_STAGE_COLUMNS},
+                "status": StageStatus(r["stage_status"]),
+            },
         )
         for r in rows
         if r["stage_status"] is not None
     ]
-    return Job(**model_values(JOBS, rows[0])), stages
+    return detached(Job, model_values(JOBS, rows[0])), stages
 
 
 # What a job's progress reads of each of its stages (services/progress.py).
