@@ -170,6 +170,23 @@ def same_as_last(process: Callable[[Any], R]) -> Callable[[Any], R]:
     return convert
 
 
+def equal_to_last(process: Callable[[Any], R]) -> Callable[[Any], R]:
+    """`process`, reusing its last result while the value equals the last one: for a
+    column read back from SQLite, whose every row holds new objects, though the rows
+    of one claim or one create share their times and ids. Only for processes whose
+    results are immutable (a JSON object read is not): two rows then share one."""
+    last_value: Any = _NOTHING
+    last_result: R
+
+    def convert(value: Any) -> R:
+        nonlocal last_value, last_result
+        if value != last_value or type(value) is not type(last_value):
+            last_value, last_result = value, process(value)
+        return last_result
+
+    return convert
+
+
 def _as_sqlalchemy_error(exc: Exception, statement: str) -> DBAPIError:
     """The error as SQLAlchemy raises a driver's, so the transaction's retry on deadlock
     (by SQLSTATE) and the 503 on a lost database treat COPY like any statement."""

@@ -18,7 +18,7 @@ from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
 from ..domain.moves import Move
 from . import json_text
-from .bulk import same_as_last
+from .bulk import equal_to_last, same_as_last
 from .types import UtcDateTime
 
 Convert = Callable[[Any], Any]
@@ -70,13 +70,20 @@ class Columns:
 
     def rows(self, cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
         """The cursor's rows, each by column name, read as SQLAlchemy reads them (rows of
-        one statement share their times and statuses: each is converted once)."""
+        one statement share their times, ids and statuses: each is converted once; each
+        row gets a JSON value of its own)."""
         names = [d[0] for d in cursor.description]
-        readers = [same_as_last(self._readers.get(n, _same)) for n in names]
+        readers = [self._reader(n) for n in names]
         return [
             {n: read(v) for n, read, v in zip(names, readers, row, strict=True)}
             for row in cursor.fetchall()
         ]
+
+    def _reader(self, name: str) -> Convert:
+        read = self._readers.get(name, _same)
+        if read is _same:
+            return _same
+        return same_as_last(read) if read is _json else equal_to_last(read)
 
     def insert(self, columns: Iterable[str]) -> str:
         names = list(columns)
