@@ -19,6 +19,7 @@ from jobnik_sdk import (
     NewStage,
     NewTask,
     StageStatus,
+    Summary,
     TaskStatus,
 )
 
@@ -115,9 +116,7 @@ async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
 
             stages = await jobnik.get_job_stages(job.id, with_tasks=True)
             assert [s.status for s in stages] == [StageStatus.COMPLETED] * 3
-            assert [s.summary.model_dump() for s in stages] == [
-                _summary(completed=n, total=n) for n in (2, 7, 1)
-            ]
+            assert [s.summary for s in stages] == [Summary(completed=n) for n in (2, 7, 1)]
             tasks = [t for s in stages for t in s.tasks or []]
             assert all(t.status is TaskStatus.COMPLETED for t in tasks)
             assert all(t.user_metadata["progress"] == 100 for t in tasks)
@@ -138,7 +137,7 @@ async def test_two_worker_processes_run_a_job_with_approval_and_a_retry(
             assert failed.status is JobStatus.FAILED
             [stage] = await jobnik.get_job_stages(doomed.id, with_tasks=True)
             assert stage.status is StageStatus.FAILED
-            assert stage.summary.model_dump() == _summary(failed=1, total=1)
+            assert stage.summary == Summary(failed=1)
             assert stage.tasks is not None
             assert [(t.status, t.attempts, t.reason) for t in stage.tasks] == [
                 (TaskStatus.FAILED, 1, "this tile can never be rendered")
@@ -196,8 +195,3 @@ async def test_sigterm_in_the_middle_of_a_task_lets_it_complete(running: Deploym
         assert (await jobnik.get_job(job.id)).status is JobStatus.COMPLETED
     assert "SIGTERM received" in log.read_text()
     await assert_invariants_at(running.database_url)
-
-
-def _summary(**counts: int) -> dict[str, int]:
-    keys = ("pending", "in_progress", "completed", "failed", "created", "retried", "aborted")
-    return {**dict.fromkeys(keys, 0), **counts}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import uuid
 
 import pytest
 
@@ -172,3 +173,24 @@ def test_percentage_is_floor_for_every_fraction(total: int) -> None:
         result = percentage(done, total)
         assert isinstance(result, int)
         assert result * total <= 100 * done < (result + 1) * total
+
+
+def test_the_sdk_reads_and_writes_a_summary_as_the_manager_does() -> None:
+    from jobnik_sdk import Stage
+    from jobnik_sdk import Summary as SdkSummary
+    from jobnik_sdk._models import read_summary
+
+    assert SdkSummary is Summary
+    wire = {"pending": 1, "inProgress": 2, "completed": 3, "failed": 0, "created": 0}
+    wire |= {"retried": 4, "aborted": 0, "total": 10}
+    assert read_summary(wire) == Summary(pending=1, in_progress=2, completed=3, retried=4)
+    # A v1 manager sends no `aborted`.
+    assert read_summary({"completed": 1, "total": 1}) == Summary(completed=1)
+    stage = Stage.model_validate(
+        {"id": str(uuid.uuid4()), "jobId": str(uuid.uuid4()), "type": "t", "order": 1}
+        | {"status": "IN_PROGRESS", "summary": wire}
+    )
+    assert stage.summary.total == 10
+    assert stage.model_dump(mode="json", by_alias=True)["summary"] == wire
+    with pytest.raises(ValueError):
+        read_summary({"pending": "several"})

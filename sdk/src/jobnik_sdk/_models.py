@@ -15,6 +15,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    RootModel,
+    SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
     model_validator,
@@ -22,6 +24,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from jobnik_protocol.rules import retries_error, retry_delay
+from jobnik_protocol.summary import Summary
 
 # Exported from here (__all__) as they are: defined once, in jobnik_protocol.
 from jobnik_protocol.wire import JobStatus, Priority, StageStatus, TaskStatus
@@ -59,18 +62,14 @@ class _Wire(BaseModel):
     )
 
 
-class Summary(_Wire):
-    """Counts of a stage's tasks by status; `total` is the sum of the others."""
+class _SummaryAnswer(RootModel[Summary]):
+    """A stage's summary read on its own (`GET /v1/stages/{id}/summary`)."""
 
-    pending: int = 0
-    in_progress: int = 0
-    completed: int = 0
-    failed: int = 0
-    created: int = 0
-    retried: int = 0
-    # Not in the reference Jobnik API, hence the default.
-    aborted: int = 0
-    total: int = 0
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+def read_summary(answer: object) -> Summary:
+    return _SummaryAnswer.model_validate(answer).root
 
 
 # The longest delay the manager accepts.
@@ -190,6 +189,13 @@ class Stage(_Wire):
     # How far it is, 0 to 100: its completed tasks and what its running tasks last
     # reported (`percentage` counts completed tasks only). Set on reads.
     progress: float | None = None
+
+    @field_serializer("summary", mode="wrap")
+    def _summary_with_total(
+        self, summary: Summary, counters: SerializerFunctionWrapHandler
+    ) -> dict[str, int]:
+        # As the manager writes it: the counters, then their sum.
+        return {**counters(summary), "total": summary.total}
 
 
 class Job(_Wire):

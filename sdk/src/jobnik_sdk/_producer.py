@@ -27,6 +27,7 @@ from ._models import (
     TaskRetryPolicy,
     TaskStatus,
     given,
+    read_summary,
     seconds,
     wire,
 )
@@ -291,7 +292,7 @@ class ProducerCalls:
     async def get_summary(self, stage_id: EntityId) -> Summary:
         """The stage's task counts by status."""
         response = await self._http.request("GET", f"/v1/stages/{stage_id}/summary")
-        return Summary.model_validate(response.json())
+        return read_summary(response.json())
 
     async def get_task(self, task_id: EntityId) -> Task:
         """One task."""

@@ -1,65 +1,11 @@
 """Stage summaries (task counts by status) and the percentages derived from them.
 
-`Summary`'s fields are the one definition of the counters (`COUNTERS`, in the wire's
-order): the stage table's columns, the API's summary, the counts kept in SQL and the
-presenters follow them. Each counts the tasks of one status, and is named as that status
-in lower case (`summary_field`).
+Defined once, in `jobnik_protocol.summary`, for the manager and its clients alike: the
+stage table's columns, the API's summary, the counts kept in SQL and the presenters follow
+`COUNTERS`.
 """
 
-from __future__ import annotations
-
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-
 from jobnik_protocol.rules import percentage
-
-from .statuses import TaskStatus
+from jobnik_protocol.summary import COUNTERS, Summary, summary_field
 
 __all__ = ["COUNTERS", "Summary", "percentage", "summary_field"]
-
-
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """Counts of a stage's tasks by status. `total` is always the sum of the counts."""
-
-    pending: int = 0
-    in_progress: int = 0
-    completed: int = 0
-    failed: int = 0
-    created: int = 0
-    retried: int = 0
-    aborted: int = 0
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts().values())
-
-    def counts(self) -> dict[str, int]:
-        """The counters by name, in `COUNTERS` order."""
-        return {name: getattr(self, name) for name in COUNTERS}
-
-    @classmethod
-    def of(cls, counts: Mapping[TaskStatus, int]) -> Summary:
-        return cls(**{summary_field(s): n for s, n in counts.items()})
-
-    @classmethod
-    def of_columns(cls, row: object) -> Summary:
-        """The summary held in a stage's counter columns (a model object or a row)."""
-        return cls(**{name: getattr(row, name) for name in COUNTERS})
-
-    @property
-    def open(self) -> int:
-        """Its tasks not final yet: still to run, running or to run again."""
-        return self.created + self.pending + self.in_progress + self.retried
-
-
-COUNTERS: tuple[str, ...] = tuple(f.name for f in fields(Summary))
-
-_FIELD_OF = {status: status.value.lower() for status in TaskStatus}
-if sorted(_FIELD_OF.values()) != sorted(COUNTERS):
-    raise AssertionError("one summary counter per task status, named as the status")
-
-
-def summary_field(status: TaskStatus) -> str:
-    """The summary counter (and stage column) holding tasks of `status`."""
-    return _FIELD_OF[status]
