@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from jobnik_manager.dispatch.wakeups import ReadyWaiters, Waiter, parse_ready
+from jobnik_manager.dispatch.wakeups import ReadyWaiters, Waiter, parse_ready, ready_payload
 from jobnik_manager.domain.announcements import EVERY
 
 
@@ -58,7 +58,17 @@ def test_a_woken_claim_that_leaves_passes_its_wake_up_on() -> None:
         assert awake(first, second) == [True, True]
 
 
-def test_notify_payloads_count_by_type_and_a_bare_type_wakes_all() -> None:
+def test_notify_payloads_carry_any_type_and_fall_back_to_every_waiter_when_too_long() -> None:
+    ready = {"tiles": 3, "a,b:2": 1, 'q"{}': 2, "ünï": 1}
+    assert parse_ready(ready_payload(ready)) == ready
+    many = {f"{i:03d}-{'x' * 46}": 1 for i in range(200)}  # 11 kB of counts
+    assert ready_payload(many) == "*" and parse_ready("*") is None
+    fits = {f"{i:03d}-{'x' * 46}": 1 for i in range(100)}
+    assert parse_ready(ready_payload(fits)) == fits
+    assert parse_ready("{not json") is None
+
+
+def test_an_earlier_versions_payloads_count_by_type_and_a_bare_type_wakes_all() -> None:
     assert parse_ready("tiles:3,exports:1") == {"tiles": 3, "exports": 1}
     assert parse_ready("a:b:2") == {"a:b": 2}
     assert parse_ready("tiles") == {"tiles": EVERY}  # an older replica's

@@ -5,7 +5,8 @@ A transaction that makes tasks claimable counts them by stage type
 (`domain.announcements.tasks_ready`). After it commits, as many waiters of each type in
 this process are woken, the longest waiting first, not every one: a thousand idle
 workers do not all claim for one new task. On PostgreSQL the same transaction also sends
-`NOTIFY jobnik_ready` ("type:count,..."), so every other replica's listener wakes its
+`NOTIFY jobnik_ready` (a JSON object of counts by type, or `*` where that would not fit
+in a NOTIFY: every waiter), so every other replica's listener wakes its
 own waiters (`ReadyWaiters` is the transaction hook); a replica's listener passes over
 the NOTIFYs its own connections sent, whose waiters were woken at commit. A wake-up is
 only a hint to claim again: a lost one costs at most the rest of a claim's wait, a
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator, Container, Iterable, Iterator, Mapping
 from typing import Any
@@ -30,6 +32,9 @@ from ..domain.announcements import EVERY, READY_TYPES
 log = logging.getLogger(__name__)
 
 CHANNEL = "jobnik_ready"
+# PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more (and the transaction with it).
+_PAYLOAD_BYTES = 7_999
+EVERY_TYPE = "*"
 _RECONNECT = (0.5, 10.0)  # seconds: first and longest pause between listener reconnects
 
 
@@ -58,7 +63,7 @@ class ReadyWaiters:
         on commit and dropped on rollback, like the change it announces."""
         ready = s.info.get(READY_TYPES)
         if ready and s.get_bind().dialect.name == "postgresql":
-            payload = ",".join(f"{t}:{n}" for t, n in ready.items())
+            payload = ready_payload(ready)
             await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
 
     def after_commit(self, info: Mapping[str, Any]) -> None:
@@ -104,8 +109,22 @@ class ReadyWaiters:
         self.wake(dict.fromkeys(waiter.types, 1))
 
 
-def parse_ready(payload: str) -> dict[str, int]:
-    """A NOTIFY's "type:count,..." (a bare type, as older replicas send: all of them)."""
+def ready_payload(ready: Mapping[str, int]) -> str:
+    """The NOTIFY for `ready`: its counts by type, or, too many to fit, every waiter's."""
+    payload = json.dumps(ready, separators=(",", ":"))
+    return payload if len(payload.encode()) <= _PAYLOAD_BYTES else EVERY_TYPE
+
+
+def parse_ready(payload: str) -> dict[str, int] | None:
+    """The counts by type a NOTIFY carries; None for every waiter of every type. Replicas
+    of earlier versions send "type:count,..." (or a bare type: all of its waiters)."""
+    if payload == EVERY_TYPE:
+        return None
+    if payload.startswith("{"):
+        with contextlib.suppress(ValueError):
+            counts = json.loads(payload)
+            return {str(t): n for t, n in counts.items() if isinstance(n, int)}
+        return None  # unreadable: a spurious wake-up costs an empty claim, a lost one more
     ready: dict[str, int] = {}
     for item in payload.split(","):
         name, _, count = item.rpartition(":")
@@ -149,7 +168,11 @@ async def _listening(
 
         def on_notify(_c: object, pid: int, _channel: str, payload: str) -> None:
             if pid not in own:
-                waiters.wake(parse_ready(payload))
+                ready = parse_ready(payload)
+                if ready is None:
+                    waiters.wake_all()
+                else:
+                    waiters.wake(ready)
 
         await conn.add_listener(CHANNEL, on_notify)
         # Claims that waited while the listener was away may have missed a wake-up.
