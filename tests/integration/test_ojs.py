@@ -496,18 +496,36 @@ async def test_a_job_past_its_visibility_timeout_is_settled_when_read(
     job = await push(client, options={"queue": queue})
     fetch = {"queues": [queue], "visibility_timeout_ms": 3000}
     await call(client, "POST", "/v1/workers/fetch", fetch)
-    clock.advance(4)
+    clock.advance(timedelta(milliseconds=3200))
     read = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
-    # The lease ran out: a failed attempt, retried after the policy's first wait (1 s).
+    # The lease ran out 0.2 s ago: a failed attempt, retried after the policy's first
+    # wait (0.5 to 1 s with its jitter), counted from the moment it ran out.
     assert (read["state"], read["attempt"]) == ("retryable", 1)
     assert read["error"]["message"] == "lease expired"
-    clock.advance(2)
+    clock.advance(timedelta(milliseconds=800))
+    read = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
+    assert (read["state"], read["attempt"]) == ("available", 1)
     [again] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
     assert (again["id"], again["attempt"], again["error"]["message"]) == (
         job["id"],
         2,
         "lease expired",
     )
+
+
+async def test_a_job_whose_visibility_timeout_ran_out_unread_is_available_when_read_later(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    """No one noticed the lease run out until long after: the retry delay is long over,
+    so the job reads (and is fetched as) available at once, not retryable for a second."""
+    queue = unique("vis").lower()
+    job = await push(client, options={"queue": queue, "visibility_timeout_ms": 3000})
+    await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]})
+    clock.advance(60)
+    read = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
+    assert (read["state"], read["attempt"]) == ("available", 1)
+    [again] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
+    assert again["id"] == job["id"]
 
 
 async def test_a_timed_out_then_dead_lettered_ojs_job_leaves_v1s_event_rows(

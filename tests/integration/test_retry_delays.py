@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
+from jobnik_manager.maintenance.reaper import reap_expired
 from jobnik_manager.services.claimability import open_due_retries
 
 from ..support.api import Api, unique
@@ -68,6 +69,33 @@ async def test_a_failed_task_is_not_offered_before_its_not_before(
     assert datetime.fromisoformat(claimed["startTime"]) >= not_before
     await put(api, claimed, status="COMPLETED")
     assert (await api.job(job["id"]))["status"] == "COMPLETED"
+    await assert_invariants(db)
+
+
+async def test_a_lost_lease_waits_its_retry_delay_from_when_it_ran_out(
+    api: Api, db: Database, clock: ManualClock
+) -> None:
+    """The attempt failed when its lease ran out, not when the reaper came by: a reaper
+    run within the delay leaves the rest of it; one after it, none."""
+    job = await api.create_job()
+    stage = await api.create_stage(job["id"], unique("lost"))
+    await api.create_tasks(stage["id"], maxAttempts=3, retryPolicy=POLICY)
+    claimed = await leased(api, stage["type"])
+    ran_out = at(claimed["leaseExpiresAt"])
+    clock.advance(30.4)
+    assert await reap_expired(db) == 1
+    got = await api.task(claimed["id"])
+    assert (got["status"], got["attempts"], got["reason"]) == ("RETRIED", 1, "lease expired")
+    assert at(got["notBefore"]) == ran_out + timedelta(seconds=1)
+    assert await api.dequeue(stage["type"]) is None
+    clock.advance(0.7)
+    assert await open_due_retries(db) == 1
+    again = await leased(api, stage["type"])
+    clock.advance(60)  # its lease, 30 s, and the next delay, 2 s, long over
+    assert await reap_expired(db) == 1
+    got = await api.task(again["id"])
+    assert (got["status"], got["attempts"], got.get("notBefore")) == ("RETRIED", 2, None)
+    assert (await api.dequeue(stage["type"]) or {}).get("id") == again["id"]
     await assert_invariants(db)
 
 

@@ -78,6 +78,9 @@ class Report:
     retryable: bool = True
     retry_after: timedelta | None = None
     error_type: str | None = None
+    # The system's report of a lease that ran out: the attempt failed when it did, so
+    # that is when its retry delay began, however late the reaper noticed.
+    at_lease_end: bool = False
 
 
 # A settled task: the task's columns by name, as the settlement left them.
@@ -242,6 +245,7 @@ def _decide(task: TaskView, r: Report, now: datetime) -> ReportOutcome | None:
 
 
 def _apply(task: TaskView, r: Report, move: Move, outcome: ReportOutcome, now: datetime) -> None:
+    failed_at = task.lease_expires_at if r.at_lease_end and task.lease_expires_at else now
     for column, value in move.columns(now).items():
         setattr(task, column, value)
     task.attempts = outcome.attempts
@@ -257,8 +261,8 @@ def _apply(task: TaskView, r: Report, move: Move, outcome: ReportOutcome, now: d
         task.not_before = None
         return
     delay = r.retry_after if r.status is TaskStatus.RETRIED else _policy_delay(task, outcome)
-    if delay is not None and delay > timedelta(0):
-        task.not_before = now + delay  # opened by the maintenance loop when due
+    if delay is not None and delay > timedelta(0) and failed_at + delay > now:
+        task.not_before = failed_at + delay  # opened by the maintenance loop when due
 
 
 async def _reopen(s: AsyncSession, tasks: list[TaskView], now: datetime) -> None:
@@ -283,7 +287,7 @@ def _policy_retries(task: TaskView, error_type: str | None) -> bool:
 
 async def expire_leases(s: AsyncSession, task_ids: Sequence[uuid.UUID], now: datetime) -> None:
     """These leases ran out (the caller holds the tasks' locks): failed attempts."""
-    expired = Report(TaskStatus.FAILED, reason=SystemReason.LEASE_EXPIRED)
+    expired = Report(TaskStatus.FAILED, reason=SystemReason.LEASE_EXPIRED, at_lease_end=True)
     await settle_reports(s, [(task_id, expired) for task_id in task_ids], now)
 
 
