@@ -250,7 +250,7 @@ async def timed_drain(base: str, url: str, n: int) -> float:
 
 
 async def retention(args: argparse.Namespace) -> None:
-    from jobnik_manager.maintenance.retention import delete_finished_before
+    from jobnik_manager.maintenance.retention import REST_PER_WORK, delete_finished_before
 
     url = PG.format(pid=os.getpid())
     async with served(url, keep=args.keep) as manager:
@@ -264,7 +264,10 @@ async def retention(args: argparse.Namespace) -> None:
         async def delete_history() -> tuple[int, float]:
             began = time.perf_counter()
             async with database(url) as db:
-                gone = await delete_finished_before(db, datetime.now(UTC) + timedelta(days=1))
+                # At the manager's own pace (its maintenance loop's).
+                gone = await delete_finished_before(
+                    db, datetime.now(UTC) + timedelta(days=1), rest_per_work=REST_PER_WORK
+                )
             return gone.tasks, time.perf_counter() - began
 
         deleting = asyncio.create_task(delete_history())

@@ -6,6 +6,7 @@ once. Time is moved by hand (the manager's clock), never waited for."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,6 +19,7 @@ from jobnik_manager.clock import ManualClock
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Job, Stage, Task
 from jobnik_manager.maintenance import retention
+from jobnik_manager.maintenance.loop import run_maintenance
 
 from ..support.api import Api, unique
 from ..support.invariants import assert_invariants
@@ -161,3 +163,42 @@ async def test_two_replicas_deleting_at_once_delete_each_job_once(
     assert len(both) == len(set(both)) == len(jobs)
     assert {str(j) for j in both} == {j["id"] for j in jobs}
     await assert_invariants(pg_db)
+
+
+async def test_the_managers_retention_rests_between_batches_and_holds_up_no_tick(
+    api: Api, db: Database, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backlog of history is deleted beside the maintenance ticks, not inside one: a
+    lease that runs out meanwhile is reaped while the deletion is still under way."""
+    monkeypatch.setattr(retention, "BATCH", 1)
+    old = [await _done_job(api) for _ in range(30)]
+    clock.advance(WEEK * 2)
+    kind = unique("held")
+    await api.create_job(stages=[{"type": kind, "data": {}, "tasks": [{"data": {}}]}])
+    held = await api.call("PATCH", f"/v1/stages/{kind}/tasks/dequeue", params={"lease_seconds": 5})
+    loop = asyncio.create_task(
+        run_maintenance(db, timedelta(milliseconds=20), retention=WEEK, build=None)
+    )
+    try:
+        for _ in range(500):  # the deletion under way
+            if (await _rows(db, [j["id"] for j in old]))["Job"] < len(old):
+                break
+            await asyncio.sleep(0.01)
+        clock.advance(timedelta(seconds=10))  # the lease runs out now
+        for _ in range(200):
+            if (await api.task(held["id"]))["status"] != "IN_PROGRESS":
+                break
+            await asyncio.sleep(0.01)
+        left_when_reaped = (await _rows(db, [j["id"] for j in old]))["Job"]
+        for _ in range(500):
+            if (await _rows(db, [j["id"] for j in old]))["Job"] == 0:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+    assert (await api.task(held["id"]))["reason"] == "lease expired"
+    assert left_when_reaped > 0, "the reaper waited for retention to finish"
+    assert (await _rows(db, [j["id"] for j in old]))["Job"] == 0
+    await assert_invariants(db)

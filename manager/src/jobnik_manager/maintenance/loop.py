@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from datetime import timedelta
 
@@ -14,7 +15,7 @@ from ..services.workflows import fire_due_batches
 from .cleanup import forget_old_keys
 from .expiry import expire
 from .reaper import reap_expired
-from .retention import delete_finished_before
+from .retention import REST_PER_WORK, delete_finished_before
 from .time_limits import enforce_deadlines, time_out_attempts
 
 log = logging.getLogger(__name__)
@@ -55,24 +56,46 @@ async def run_maintenance(
     retention: timedelta | None = None,
     build: JobBuilder | None = None,
 ) -> None:
-    """Reap expired leases and open due retries every `interval`, until cancelled.
+    """Reap expired leases and open due retries every `interval`, until cancelled; and,
+    beside it, so that a long deletion never holds up a tick, keep `retention`.
 
     A failing tick (database down, say) is logged and the next one tries again.
     """
-    tick = 0
+    keeping = None
+    if retention is not None:
+        keeping = asyncio.create_task(keep_retention(db, retention, interval * CLEANUP_EVERY))
+    try:
+        tick = 0
+        while True:
+            try:
+                await run_tick(db, build)
+                if tick % CLEANUP_EVERY == 0:
+                    await db.transaction(forget_old_keys)
+                    await db.transaction(forget_gone)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("maintenance tick failed; retrying next tick")
+            tick += 1
+            await asyncio.sleep(interval.total_seconds())
+    finally:
+        if keeping is not None:
+            keeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeping
+
+
+async def keep_retention(db: Database, retention: timedelta, every: timedelta) -> None:
+    """Delete the jobs that ended over `retention` ago, then again every `every`, at the
+    pace that leaves the rest of the manager's work its speed (`REST_PER_WORK`)."""
     while True:
         try:
-            await run_tick(db, build)
-            if tick % CLEANUP_EVERY == 0:
-                await db.transaction(forget_old_keys)
-                await db.transaction(forget_gone)
-                if retention is not None:
-                    deleted = await delete_finished_before(db, db.clock.now() - retention)
-                    if deleted.jobs:
-                        log.info("retention: deleted %s that ended over %s ago", deleted, retention)
+            before = db.clock.now() - retention
+            deleted = await delete_finished_before(db, before, rest_per_work=REST_PER_WORK)
+            if deleted.jobs:
+                log.info("retention: deleted %s that ended over %s ago", deleted, retention)
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("maintenance tick failed; retrying next tick")
-        tick += 1
-        await asyncio.sleep(interval.total_seconds())
+            log.exception("retention failed; retrying in %s", every)
+        await asyncio.sleep(every.total_seconds())

@@ -1,6 +1,11 @@
 """Retention: finished jobs older than a duration are deleted with their stages, tasks
 and events, a small batch per transaction, oldest first, safely on every replica.
 
+The manager's own retention yields to the work it runs beside: after each batch it rests
+`REST_PER_WORK` times as long as the batch took, so that a backlog (retention turned on
+over years of history) costs the claims and reports meanwhile at most a fifth of one
+connection's time, and of PostgreSQL's, however long it takes.
+
 "Older" counts from when the job ended (its end time; its last update for a job that
 ended before end times were kept). A job is deleted only while it is final: the
 statement checks again, so one replayed meanwhile stays.
@@ -8,6 +13,8 @@ statement checks again, so one replayed meanwhile stays.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +36,7 @@ from ..db.models import (
 from ..domain.statuses import JobStatus
 
 BATCH = 500
+REST_PER_WORK = 4.0
 _FINAL = [s for s in JobStatus if s.is_final]
 
 
@@ -125,11 +133,17 @@ async def count_finished_before(s: AsyncSession, before: datetime) -> Deleted:
     return count
 
 
-async def delete_finished_before(db: Database, before: datetime) -> Deleted:
-    """Every finished job that ended before `before`, a batch per transaction."""
+async def delete_finished_before(
+    db: Database, before: datetime, *, rest_per_work: float = 0.0
+) -> Deleted:
+    """Every finished job that ended before `before`, a batch per transaction; after each
+    batch, a rest of `rest_per_work` times the batch's own time (none: at full speed)."""
     total = Deleted()
     while True:
+        began = time.perf_counter()
         batch = await db.transaction(lambda s: delete_some(s, before))
         total.add(batch)
         if batch.jobs < BATCH:
             return total
+        if rest_per_work > 0:
+            await asyncio.sleep((time.perf_counter() - began) * rest_per_work)
