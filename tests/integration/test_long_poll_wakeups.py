@@ -5,8 +5,12 @@ workers would otherwise all claim for it), and the claim it wakes hands it out."
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from jobnik_manager.api.routes import tasks as task_routes
@@ -15,6 +19,7 @@ from jobnik_manager.dispatch.wakeups import listen
 
 from ..conftest import app_client
 from ..support.api import Api, unique
+from ..support.processes import served_manager
 
 
 def counting_claims(
@@ -123,3 +128,24 @@ async def _three_tasks_for_three_waiting_claims(
         for f in waiting:
             f.cancel()
         await asyncio.gather(listener, *waiting, return_exceptions=True)
+
+
+async def test_a_long_poll_whose_client_left_holds_up_no_stopping_manager(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A worker stops while its claim waits; the manager, told to stop, waits for its
+    requests, and used to wait out that claim's whole wait for nobody."""
+    with served_manager(postgres_url, log=tmp_path / "manager.log") as (base_url, proc):
+        async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
+            body = {"stageTypes": [unique("idle")], "waitSeconds": 30}
+            poll = asyncio.create_task(client.post("/v1/tasks/claim", json=body))
+            await asyncio.sleep(1)  # the claim waits
+            poll.cancel()  # and its worker goes away
+            with contextlib.suppress(asyncio.CancelledError):
+                await poll
+        await asyncio.sleep(0.5)
+        began = time.monotonic()
+        proc.terminate()
+        await asyncio.to_thread(proc.wait, 40)
+        stopped_in = time.monotonic() - began
+    assert stopped_in < 10, f"the manager took {stopped_in:.1f} s to stop"

@@ -55,6 +55,15 @@ def manager_process(
     """Start `jobnik-manager serve` on a free port; yield its base URL; stop it. Its
     error output goes to `log` when given (a test that makes it log much needs one: an
     unread pipe fills and stalls it)."""
+    with served_manager(database_url, log=log, args=args, **env) as (base_url, _):
+        yield base_url
+
+
+@contextmanager
+def served_manager(
+    database_url: str, *, log: Path | None = None, args: Sequence[str] = (), **env: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`manager_process`, yielding its process too."""
     port = free_port()
     environment = {
         **os.environ,
@@ -79,7 +88,7 @@ def manager_process(
         except ProcessExitedError:
             said = proc.stderr.read().decode() if proc.stderr else f"see {log}"
             raise RuntimeError(f"manager exited: {said}") from None
-        yield base_url
+        yield base_url, proc
     finally:
         proc.terminate()
         try:

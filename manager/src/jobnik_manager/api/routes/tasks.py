@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Awaitable, Mapping
 from datetime import timedelta
@@ -13,6 +12,7 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.models import Task
+from ...dispatch.wakeups import Waiter
 from ...domain.errors import DomainError
 from ...domain.statuses import TaskStatus
 from ...services import reads, task_events
@@ -82,6 +82,24 @@ def _report_of(payload: TaskStatusReport) -> Report:
     )
 
 
+async def _woken_or_gone(request: Request, waiter: Waiter, seconds: float) -> None:
+    """Wait until `waiter` is woken, the client goes away or `seconds` pass. A client that
+    went away ends the wait at once: a long poll held for nobody would keep a stopping
+    server (which waits for its requests) up for the rest of it."""
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    waits = [asyncio.ensure_future(waiter.event.wait()), asyncio.ensure_future(gone())]
+    try:
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+
+
 @router.post("/claim", **answers(ClaimOut, ERRORS))
 async def claim_batch(
     request: Request,
@@ -128,9 +146,7 @@ async def claim_batch(
                 # A limit that held a type back frees up with time, announced by nobody.
                 if claimed.retry_after is not None:
                     left = min(left, claimed.retry_after)
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(left):
-                        await waiter.event.wait()
+                await _woken_or_gone(request, waiter, left)
                 if await request.is_disconnected():
                     if waiter.event.is_set():
                         waiters.pass_on(waiter)  # woken for a task it will not claim
