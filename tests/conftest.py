@@ -176,6 +176,7 @@ TABLES = (
     "stage_type_limits",
     "workflow_jobs",
     "workflows",
+    "worker_directives",
 )
 EMPTY = " ".join(f"DELETE FROM {table};" for table in TABLES)
 

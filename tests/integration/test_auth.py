@@ -20,7 +20,15 @@ from sqlalchemy import func, select
 
 from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Event, Job, Schedule, Stage, StageTypeLimit, Task
+from jobnik_manager.db.models import (
+    Event,
+    Job,
+    Schedule,
+    Stage,
+    StageTypeLimit,
+    Task,
+    WorkerDirective,
+)
 from jobnik_manager.domain.auth import Role
 from jobnik_manager.domain.schedules import Timing
 from jobnik_manager.services import schedules, tokens
@@ -507,3 +515,13 @@ async def test_the_open_job_spec_binding_keeps_the_roles_and_words_refusals_its_
     assert (await authed.call("alice", "GET", path)).json()["workflow"]["state"] == "running"
     cancelled = await authed.call("alice", "DELETE", path)
     assert cancelled.status_code == 200 and cancelled.json()["workflow"]["state"] == "cancelled"
+    # Only an operator (or an admin) tells a worker to go quiet; who did is kept.
+    for who in (None, "alice", "worker"):
+        told = await authed.call(who, "POST", "/ojs/v1/admin/workers/w-7/quiet")
+        assert told.status_code == (401 if who is None else 403), (who, told.text)
+    told = await authed.call("operator", "POST", "/ojs/v1/admin/workers/w-7/quiet")
+    assert told.status_code == 200 and told.json()["worker"]["state"] == "quiet"
+    kept = await authed.db.transaction(lambda s: s.get(WorkerDirective, "w-7"))
+    assert kept is not None and kept.principal == "operator"
+    beat = await authed.call("worker", "POST", "/ojs/v1/workers/heartbeat", {"worker_id": "w-7"})
+    assert beat.json()["state"] == "quiet"

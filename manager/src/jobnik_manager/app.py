@@ -30,6 +30,7 @@ from .api.routes import (
     ojs,
     ojs_cron,
     ojs_queues,
+    ojs_workers,
     ojs_workflows,
     outputs,
     schedules,
@@ -53,7 +54,7 @@ from .settings import Settings
 
 # The API's route modules, beside the probes (health) and the dashboard (ui).
 _API = (jobs, outputs, stages, stage_types, tasks, tokens, workers, dead_letters, schedules)
-_OJS = (ojs, ojs_queues, ojs_cron, ojs_workflows)  # the Open Job Spec's binding
+_OJS = (ojs, ojs_queues, ojs_workers, ojs_cron, ojs_workflows)  # the Open Job Spec's binding
 
 
 def create_app(

@@ -143,6 +143,8 @@ ACTIONS: dict[tuple[str, str], Action] = {
     ("POST", "/ojs/v1/cron"): Action.CREATE,
     ("DELETE", "/ojs/v1/cron/{name}"): Action.CONTROL,
     ("DELETE", "/ojs/v1/admin/queues/{stageType}/jobs"): Action.QUEUES,
+    ("POST", "/ojs/v1/admin/workers/{workerId}/quiet"): Action.QUEUES,
+    ("POST", "/ojs/v1/admin/workers/{workerId}/terminate"): Action.QUEUES,
     ("GET", "/ojs/v1/dead-letter"): Action.LIST,
     ("POST", "/ojs/v1/dead-letter/{taskId}/retry"): Action.RETRY,
     ("DELETE", "/ojs/v1/dead-letter/{taskId}"): Action.RETRY,

@@ -64,7 +64,9 @@ def envelope(task: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     """A task as the spec's job envelope; what the task lacks is left out, not null."""
     data = task["data"] if isinstance(task["data"], dict) else {}
     status = TaskStatus(task["status"])
-    state = ojs.state_of(status, task["not_before"], now, task["reason"])
+    state = ojs.state_of(
+        status, task["not_before"], now, task["reason"], task.get("claimable", True)
+    )
     args = data.get("args")
     job: dict[str, Any] = {
         "specversion": ojs.SPEC_VERSION,

@@ -330,6 +330,18 @@ class StageTypePause(Base):
     principal: Mapped[str | None] = mapped_column(String(100), default=None)
 
 
+class WorkerDirective(Base):
+    """What an operator told an Open Job Spec worker (migration 0015; domain.ojs
+    WorkerState): `quiet` or `terminate`, answered to its heartbeats."""
+
+    __tablename__ = "worker_directives"
+
+    worker: Mapped[str] = mapped_column(String(100), primary_key=True)
+    state: Mapped[str] = mapped_column(String(10))
+    set_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    principal: Mapped[str | None] = mapped_column(String(100), default=None)
+
+
 class StageTypeLimit(Base):
     """How many of a stage type's tasks may run at once and be handed out a second
     (migration 0013; domain.limits). The fast claim statements skip a type that has a

@@ -38,7 +38,7 @@ class Action(StrEnum):
     EDIT = "edit"  # priority, a job's or stage's user metadata
     ANNOTATE = "annotate"  # a task's user metadata
     APPROVE = "approve"
-    QUEUES = "queues"  # pause and resume a stage type, for every job
+    QUEUES = "queues"  # pause and resume a stage type, for every job; steer OJS workers
     RETRY = "retry"
     WORK = "work"  # claim, heartbeat, report, task events
     ADMIN = "admin"  # tokens

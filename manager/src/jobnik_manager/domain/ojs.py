@@ -53,17 +53,25 @@ _BY_STATUS = {
 
 
 def state_of(
-    status: TaskStatus, not_before: datetime | None, now: datetime, reason: str | None = None
+    status: TaskStatus,
+    not_before: datetime | None,
+    now: datetime,
+    reason: str | None = None,
+    claimable: bool = True,
 ) -> State:
-    """A task's status as an OJS state: a waiting task not due yet is scheduled; a retry
-    whose delay is over (or that had none) is available again; one aborted because it
-    expired is discarded, as the spec has it."""
+    """A task's status as an OJS state: a waiting task not due yet is scheduled; one that
+    waits for something else (its stage for an approval or its turn, its job to be
+    resumed: not `claimable`, and no delay) is pending; a retry whose delay is over (or
+    that had none) is available again; one aborted because it expired is discarded, as
+    the spec has it."""
     state = _BY_STATUS[status]
     if state is State.CANCELLED and reason == SystemReason.EXPIRED:
         return State.DISCARDED
     due = not_before is None or not_before <= now
     if state is State.AVAILABLE and not due:
         return State.SCHEDULED
+    if status is TaskStatus.PENDING and not_before is None and not claimable:
+        return State.PENDING
     if state is State.RETRYABLE and due:
         return State.AVAILABLE
     return state
@@ -148,3 +156,27 @@ def code_of(code: str, status: int) -> str:
     if status >= 500:
         return "backend_error"
     return "invalid_request"
+
+
+class WorkerState(StrEnum):
+    """A worker's lifecycle state as the manager wants it, told in each BEAT's answer:
+    `quiet` stops its FETCHes (it finishes what it holds), `terminate` also has it shut
+    down once its jobs are done."""
+
+    RUNNING = "running"
+    QUIET = "quiet"
+    TERMINATE = "terminate"
+
+
+# A worker never goes back: a quiet one may be told to terminate, a terminating one
+# nothing else (the worker protocol forbids the way back from terminate).
+_WORKER_MOVES = {
+    WorkerState.RUNNING: {WorkerState.QUIET, WorkerState.TERMINATE},
+    WorkerState.QUIET: {WorkerState.TERMINATE},
+    WorkerState.TERMINATE: set(),
+}
+
+
+def may_direct(current: WorkerState, wanted: WorkerState) -> bool:
+    """Whether a worker in `current` may be told `wanted` (telling it again is allowed)."""
+    return wanted == current or wanted in _WORKER_MOVES[current]

@@ -66,7 +66,9 @@ async def _push_unique(
     if row is not None and (row.expires_at is None or now < row.expires_at):
         held = (await s.execute(select(Task).where(Task.job_id == row.job_id))).scalars().first()
         state = (
-            None if held is None else ojs.state_of(held.status, held.not_before, now, held.reason)
+            None
+            if held is None
+            else ojs.state_of(held.status, held.not_before, now, held.reason, held.claimable)
         )
         if held is not None and state is not None and policy.is_duplicate(state):
             if policy.on_conflict is OnConflict.IGNORE:

@@ -1,5 +1,5 @@
-"""/ojs/v1: the Open Job Spec's HTTP binding (level 0, core), on the same tables and
-rules as /v1. An OJS job is a task in a job of its own; its queue is the task's stage
+"""/ojs/v1: the Open Job Spec's HTTP binding (levels 0 and 1 declared), on the same
+tables and rules as /v1. An OJS job is a task in a job of its own; its queue is the task's stage
 type, its id the task's (a UUIDv7 the client may choose), its type, args, meta and
 priority kept in the task's data. PUSH creates the job, FETCH is the claim (its
 visibility timeout the lease), ACK and NACK the reports (NACK's retries decided by the
@@ -25,7 +25,7 @@ from ...db.engine import Database
 from ...db.models import TASKS
 from ...domain import ojs
 from ...domain.errors import DomainError
-from ...domain.ojs import State
+from ...domain.ojs import State, WorkerState
 from ...domain.statuses import JobStatus, TaskStatus
 from ...services import jobs
 from ...services.claimability import open_due_retries
@@ -35,6 +35,7 @@ from ...services.leases import Beat, HeartbeatAnswer, heartbeats
 from ...services.ojs_pushes import Duplicate, Push, push_jobs
 from ...services.reports import Report, expire_lease_if_due, settle
 from ...services.unique_jobs import KeyTakenMeanwhile
+from ...services.worker_directives import state_of
 from ...services.workflows import batch_of, fire_callbacks, mark_of, parent_results
 from ..deps import DatabaseDep
 from ..ojs_push import new_job, rate_limit_of, unique_of
@@ -61,14 +62,14 @@ router = APIRouter(tags=["open job spec"])
 
 @router.get("/ojs/manifest")
 async def manifest(request: Request) -> Response:
-    """What this server implements of the spec: level 0 (core), over HTTP."""
+    """What this server implements of the spec: level 1 (core and reliable), over HTTP."""
     base = str(request.base_url).rstrip("/")
     return json_response(
         {
             "specversion": ojs.SPEC_VERSION,
             "ojs_version": ojs.SPEC_VERSION,
             "implementation": {"name": "jobnik", "version": __version__, "language": "python"},
-            "conformance_level": 0,
+            "conformance_level": 1,
             "conformance_tier": "runtime",
             "protocols": ["http"],
             "backend": request.app.state.database.engine.dialect.name,
@@ -195,7 +196,9 @@ async def cancel(db: DatabaseDep, taskId: str) -> Response:
     """CANCEL: abort the job (its task with it); a finished one is a conflict."""
     task = await task_of(db, taskId)
     now = db.clock.now()
-    previous = ojs.state_of(TaskStatus(task["status"]), task["not_before"], now)
+    previous = ojs.state_of(
+        TaskStatus(task["status"]), task["not_before"], now, claimable=task["claimable"]
+    )
     if previous.is_final:
         raise conflict(task, previous, "cancel")
     try:
@@ -231,6 +234,8 @@ async def fetch(request: Request, db: DatabaseDep) -> Response:
     if type(visibility) is not int or not 1000 <= visibility <= 86_400_000:
         raise invalid("visibility_timeout_ms: an integer from 1000 to 86400000")
     lease = timedelta(milliseconds=visibility)
+    if worker is not None and await in_transaction(db, state_of, worker) != WorkerState.RUNNING:
+        return answer({"jobs": []}, 200)  # told to go quiet or terminate: it gets no more
     claimed: list[Mapping[str, Any]] = []
     for look in range(2):
         # Short: retries and delayed jobs whose time came since the last tick are opened
@@ -349,7 +354,8 @@ async def nack(request: Request, db: DatabaseDep) -> Response:
 async def heartbeat(request: Request, db: DatabaseDep) -> Response:
     """BEAT: the worker is alive; the leases of the active jobs it lists are renewed (for
     `visibility_timeout_ms`, else as long as each was taken for). Jobs another worker
-    holds, or no longer active, are not extended."""
+    holds, or no longer active, are not extended. The answer's `state` is what an
+    operator told the worker (api/routes/ojs_workers.py), `running` unless told."""
     body = await read_body(request)
     worker = body.get("worker_id")
     if not isinstance(worker, str) or not 0 < len(worker) <= 100:
@@ -376,7 +382,8 @@ async def heartbeat(request: Request, db: DatabaseDep) -> Response:
         for beat, said in zip(beats, answers, strict=True)
         if isinstance(said, HeartbeatAnswer) and not said.cancel_requested
     ]
+    told = await in_transaction(db, state_of, worker)
     now = when(db.clock.now())
     return answer(
-        {"state": "running", "directive": "", "jobs_extended": extended, "server_time": now}, 200
+        {"state": told.value, "directive": "", "jobs_extended": extended, "server_time": now}, 200
     )
