@@ -122,7 +122,8 @@ _OJS_ERROR = {
 _OJS_REFUSALS = {
     "400": "invalid_request or invalid_payload: the request or its body is malformed",
     "404": "not_found: no such job, cron job or dead letter",
-    "409": "conflict (the job's state does not allow it) or duplicate (its id or name is taken)",
+    "409": "conflict (the job's or worker's state does not allow it) or duplicate (its id "
+    "or name is taken)",
     "413": "envelope_too_large: over the size limit",
     "422": "validation_error: a retry policy that cannot be",
     "500": "backend_error: a fault of the manager, which no input should cause",
