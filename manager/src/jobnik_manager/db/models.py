@@ -11,6 +11,7 @@ from typing import Any, cast
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    CheckConstraint,
     Float,
     ForeignKey,
     Index,
@@ -335,6 +336,9 @@ class WorkerDirective(Base):
     WorkerState): `quiet` or `terminate`, answered to its heartbeats."""
 
     __tablename__ = "worker_directives"
+    __table_args__ = (
+        CheckConstraint("state IN ('quiet', 'terminate')", name="ck_worker_directives_state"),
+    )
 
     worker: Mapped[str] = mapped_column(String(100), primary_key=True)
     state: Mapped[str] = mapped_column(String(10))

@@ -21,6 +21,8 @@ def upgrade() -> None:
         sa.Column("set_at", UtcDateTime, nullable=False),
         sa.Column("principal", sa.String(100), nullable=True),
         sa.PrimaryKeyConstraint("worker", name="pk_worker_directives"),
+        # What services.worker_directives reads back as a WorkerState: nothing else.
+        sa.CheckConstraint("state IN ('quiet', 'terminate')", name="ck_worker_directives_state"),
     )
 
 
