@@ -26,7 +26,9 @@ from ..services.stage_type_limits import LimitSpec
 from .auth import creator
 from .ojs_wire import OjsError, invalid
 
-_KNOWN = frozenset({"type", "args", "id", "meta", "options", "specversion", "schema", "queue"})
+_KNOWN = frozenset(
+    {"type", "args", "id", "meta", "options", "specversion", "schema", "queue", "scheduled_at"}
+)
 _SYSTEM = frozenset(
     {"state", "attempt", "created_at", "enqueued_at", "started_at", "completed_at", "error"}
 )
@@ -87,7 +89,9 @@ def new_task(
     timeout_ms = options.get("timeout_ms")
     if timeout_ms is not None and (type(timeout_ms) is not int or timeout_ms < 1):
         raise invalid("options.timeout_ms: a positive integer")
-    not_before = _time(options.get("delay_until", options.get("scheduled_at")), "delay_until", now)
+    # The job's own `scheduled_at` (ojs-core) or the binding's `options.delay_until`.
+    at = options.get("delay_until", options.get("scheduled_at", body.get("scheduled_at")))
+    not_before = _time(at, "delay_until", now)
     expires_at = _time(options.get("expires_at", body.get("expires_at")), "expires_at", now)
     if expires_at is not None and expires_at <= now:
         raise invalid("options.expires_at: a time to come (a job past it would never run)")

@@ -1,7 +1,7 @@
-"""/ojs/v1: the Open Job Spec's HTTP binding (levels 0 and 1 declared), on the same
-tables and rules as /v1. An OJS job is a task in a job of its own; its queue is the task's stage
-type, its id the task's (a UUIDv7 the client may choose), its type, args, meta and
-priority kept in the task's data. PUSH creates the job, FETCH is the claim (its
+"""/ojs/v1: the Open Job Spec's HTTP binding (levels 0 to 2 declared), on the same
+tables and rules as /v1. An OJS job is a task in a job of its own; its queue is the
+task's stage type, its id the task's (a UUIDv7 the client may choose), its type, args,
+meta and priority kept in the task's data. PUSH creates the job, FETCH is the claim (its
 visibility timeout the lease), ACK and NACK the reports (NACK's retries decided by the
 task's attempts and retry rules, as a v1 FAILED report's), CANCEL aborts the job, INFO
 reads the task. Every answer is `application/openjobspec+json` (api/ojs_headers.py);
@@ -62,14 +62,15 @@ router = APIRouter(tags=["open job spec"])
 
 @router.get("/ojs/manifest")
 async def manifest(request: Request) -> Response:
-    """What this server implements of the spec: level 1 (core and reliable), over HTTP."""
+    """What this server implements of the spec: level 2 (core, reliable, scheduled), over
+    HTTP; the capabilities say what it has of the levels above."""
     base = str(request.base_url).rstrip("/")
     return json_response(
         {
             "specversion": ojs.SPEC_VERSION,
             "ojs_version": ojs.SPEC_VERSION,
             "implementation": {"name": "jobnik", "version": __version__, "language": "python"},
-            "conformance_level": 1,
+            "conformance_level": 2,
             "conformance_tier": "runtime",
             "protocols": ["http"],
             "backend": request.app.state.database.engine.dialect.name,

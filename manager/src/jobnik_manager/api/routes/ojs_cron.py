@@ -89,7 +89,7 @@ async def register(request: Request, db: DatabaseDep) -> Response:
     timezone = body.get("timezone", "UTC")
     if not isinstance(timezone, str):
         raise invalid("timezone: an IANA time zone name")
-    overlap = body.get("overlap_policy", Overlap.ALLOW.value)
+    overlap = body.get("overlap_policy", Overlap.SKIP.value)  # ojs-cron: skip unless told
     if overlap not in Overlap._value2member_map_:
         raise invalid("overlap_policy: allow or skip")
     try:
