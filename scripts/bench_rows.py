@@ -9,6 +9,7 @@ import asyncio
 import time
 import uuid
 from datetime import datetime
+from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import httpx
@@ -32,7 +33,7 @@ async def add_job_and_stage(
     """A job and its one stage of `stage_type`, counting `tasks` tasks: COMPLETED if
     `finished`, else PENDING (inserting the tasks is the caller's part). Their ids."""
     job_id, stage_id = uuid.uuid4(), uuid.uuid4()
-    common = {
+    common: dict[str, Any] = {
         "status": "COMPLETED" if finished else "PENDING",
         "percentage": 100 if finished else 0,
         "data": {},
@@ -42,6 +43,8 @@ async def add_job_and_stage(
         "creation_time": now,
         "update_time": now,
     }
+    if finished:  # a finished row has run: its start and end are the invariants' too
+        common |= {"start_time": now, "end_time": now}
     await s.execute(insert(Job).values(id=job_id, name=name, priority="MEDIUM", **common))
     counts = Summary(completed=tasks) if finished else Summary(pending=tasks)
     await s.execute(
