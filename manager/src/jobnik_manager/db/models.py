@@ -169,6 +169,8 @@ class Task(Base):
             postgresql_where=text("claimable"),
             sqlite_where=text("claimable = 1"),
         ),
+        # A stage's tasks in their order: its pages, and the foreign key's cascade.
+        Index("ix_tasks_stage_id_seq", "stage_id", "seq"),
         # What the reaper scans: running claims by expiry.
         _partial_index("ix_tasks_lease_expiry", "lease_expires_at", "status = 'IN_PROGRESS'"),
         # Running attempts that have a time limit, by start.
@@ -190,9 +192,8 @@ class Task(Base):
     # Insertion order: the oldest-first tie-break between tasks of equal priority.
     seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
     id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True)
-    stage_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("stages.id", ondelete="CASCADE"), index=True
-    )
+    # Indexed with `seq` (ix_tasks_stage_id_seq): a stage's tasks in their order.
+    stage_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("stages.id", ondelete="CASCADE"))
     job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
     stage_type: Mapped[str] = mapped_column(String(50))
     priority_rank: Mapped[int] = mapped_column(SmallInteger)

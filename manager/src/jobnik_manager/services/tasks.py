@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.models import Task
@@ -21,11 +21,16 @@ class TaskFilter(OwnedList):
     created: CreatedBetween = ANY_TIME
 
 
-async def find_tasks(s: AsyncSession, f: TaskFilter, page: PageRequest) -> PageResult[Task]:
+def tasks_query(f: TaskFilter) -> Select[tuple[Task]]:
+    """The tasks `f` selects, in their order (a stage's: ix_tasks_stage_id_seq)."""
     stmt = matching(
         select(Task).order_by(Task.seq),
         (Task.stage_id, f.stage_id),
         (Task.stage_type, f.stage_type),
         (Task.status, f.status),
     )
-    return await paginate(s, f.created.narrow(f.owned(stmt, Task.job_id), Task), page)
+    return f.created.narrow(f.owned(stmt, Task.job_id), Task)
+
+
+async def find_tasks(s: AsyncSession, f: TaskFilter, page: PageRequest) -> PageResult[Task]:
+    return await paginate(s, tasks_query(f), page)
