@@ -12,6 +12,8 @@ import httpx
 import pytest
 
 from jobnik_manager.clock import ManualClock
+from jobnik_manager.db.engine import Database
+from jobnik_manager.maintenance.time_limits import time_out_attempts
 
 from ..support.api import Api, unique
 from .test_ojs import call, push
@@ -77,3 +79,20 @@ async def test_a_job_in_each_cancellable_state_is_cancelled_and_told_as_an_event
     assert sorted(said[3:]) == sorted(
         ("job.cancelled", job["id"]) for job in (pending, scheduled, retried, available, active)
     )
+
+
+async def test_an_attempt_past_its_execution_timeout_fails_as_a_timeout(
+    client: httpx.AsyncClient, db: Database, clock: ManualClock
+) -> None:
+    queue = unique("q").lower()
+    options = {"queue": queue, "timeout_ms": 2000, "retry": {"max_attempts": 1}}
+    job = await push(client, options=options)
+    [fetched] = (await call(client, "POST", "/v1/workers/fetch", {"queues": [queue]}))["jobs"]
+    assert fetched["id"] == job["id"]
+    clock.advance(timedelta(seconds=1))
+    assert await time_out_attempts(db) == 0  # within its time
+    clock.advance(timedelta(seconds=1, milliseconds=500))
+    assert await time_out_attempts(db) == 1
+    read = (await call(client, "GET", f"/v1/jobs/{job['id']}"))["job"]
+    assert read["state"] == "discarded"
+    assert [(e["type"], e["attempt"]) for e in read["errors"]] == [("timeout", 1)]

@@ -66,7 +66,7 @@ def error_response(
 
 _HINTS = {
     "not_found": "Check the id: the job may never have existed, or retention removed it.",
-    "conflict": "The job is not in a state that allows this; read it for its state.",
+    "conflict": "What it names (a job, a worker) is not in a state that allows this; read it.",
     "invalid_request": "Correct the field the message names and send the request again.",
     "invalid_payload": "Send a JSON object as the body.",
     "duplicate": "A job with this id exists already; read it, or push without an id.",

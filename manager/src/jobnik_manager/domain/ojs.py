@@ -124,6 +124,8 @@ def reason_of(code: str | None, message: str) -> str:
 
 def error_of(reason: str) -> dict[str, str]:
     """A task's reason as the spec's error object ({type, code, message})."""
+    if reason == SystemReason.TIMED_OUT:  # past its execution timeout: the spec's type
+        return {"type": "timeout", "code": "timeout", "message": reason}
     coded = _CODED.fullmatch(reason)
     if coded is None:
         return {"type": "error", "code": "error", "message": reason}
