@@ -377,13 +377,20 @@ async def heartbeat(request: Request, db: DatabaseDep) -> Response:
         if task["status"] == TaskStatus.IN_PROGRESS and held_by in (None, worker):
             beats.append(Beat(uuid.UUID(str(task["id"])), task["lease_id"]))
     lease = timedelta(milliseconds=visibility) if visibility else None
-    answers = await in_transaction(db, heartbeats, beats, lease=lease) if beats else []
+
+    async def renew_and_hear(
+        s: AsyncSession,
+    ) -> tuple[list[HeartbeatAnswer | DomainError], WorkerState]:
+        # The leases renewed and the worker's word read in one transaction.
+        answers = await heartbeats(s, beats, lease=lease) if beats else []
+        return answers, await state_of(s, worker)
+
+    answers, told = await in_transaction(db, renew_and_hear)
     extended = [
         str(beat.task_id)
         for beat, said in zip(beats, answers, strict=True)
         if isinstance(said, HeartbeatAnswer) and not said.cancel_requested
     ]
-    told = await in_transaction(db, state_of, worker)
     now = when(db.clock.now())
     return answer(
         {"state": told.value, "directive": "", "jobs_extended": extended, "server_time": now}, 200
