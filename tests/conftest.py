@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+from sqlalchemy import make_url
 
 from jobnik_manager.clock import Clock, SystemClock
 from jobnik_manager.db import migrate
@@ -48,9 +49,14 @@ REQUIRE_RABBITMQ = os.environ.get("JOBNIK_TEST_REQUIRE_RABBITMQ", "") not in (""
 AUTH_ON = os.environ.get("JOBNIK_TEST_AUTH", "off") == "on"
 
 
+def database_named(url: str, name: str) -> str:
+    """`url` with its database `name` (whatever else it holds: a socket's `?host=`)."""
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
 async def _admin(url: str, *statements: str) -> None:
-    base = url.replace("postgresql+asyncpg://", "postgresql://").rpartition("/")[0]
-    conn = await asyncpg.connect(f"{base}/postgres", timeout=5)
+    dsn = make_url(database_named(url, "postgres")).set(drivername="postgresql")
+    conn = await asyncpg.connect(dsn.render_as_string(hide_password=False), timeout=5)
     try:
         for statement in statements:
             await conn.execute(statement)
@@ -119,8 +125,8 @@ def amqp_url() -> str:
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     # A database of this run's own, so that concurrent runs never disturb each other.
-    url = f"{POSTGRES_URL}_{os.getpid()}"
-    name = url.rpartition("/")[2]
+    name = f"{make_url(POSTGRES_URL).database}_{os.getpid()}"
+    url = database_named(POSTGRES_URL, name)
     try:
         outside_any_loop(
             _admin(url, f'DROP DATABASE IF EXISTS "{name}"', f'CREATE DATABASE "{name}"')
@@ -174,6 +180,7 @@ TABLES = (
     "schedule_runs",
     "schedules",
     "stage_type_limits",
+    "workflow_events",
     "workflow_jobs",
     "workflows",
     "worker_directives",

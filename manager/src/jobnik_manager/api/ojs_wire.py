@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from fastapi import Request, Response
@@ -54,10 +54,7 @@ async def read_body(request: Request) -> dict[str, Any]:
 def when(at: datetime | None) -> str | None:
     """RFC 3339 in UTC: to the millisecond, or the second when it has no fraction (a
     client's whole-second time reads back as it was sent)."""
-    if at is None:
-        return None
-    spec = "milliseconds" if at.microsecond else "seconds"
-    return at.astimezone(UTC).isoformat(timespec=spec).replace("+00:00", "Z")
+    return None if at is None else ojs.rfc3339(at)
 
 
 def envelope(task: Mapping[str, Any], now: datetime) -> dict[str, Any]:

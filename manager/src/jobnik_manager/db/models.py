@@ -463,6 +463,8 @@ class Workflow(Base):
             "created_at",
             "kind = 'batch' AND fired_at IS NULL AND cancelled_at IS NULL",
         ),
+        # Not yet seen final: what the maintenance tick watches (migration 0017).
+        _partial_index("ix_workflows_open", "created_at", "ended_at IS NULL"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
@@ -472,6 +474,24 @@ class Workflow(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     fired_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
     cancelled_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    # When it was seen started and final, each set once with its event's row.
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    ended_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+
+
+class WorkflowEvent(Base):
+    """A workflow's lifecycle event (workflow.started, .completed, .failed, .cancelled),
+    its `data` as the Open Job Spec's events word it. Goes with its workflow."""
+
+    __tablename__ = "workflow_events"
+
+    seq: Mapped[int] = mapped_column(SeqType, primary_key=True, autoincrement=True)
+    workflow_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("workflows.id", ondelete="CASCADE"), index=True
+    )
+    type: Mapped[str] = mapped_column(String(24))
+    time: Mapped[datetime] = mapped_column(UtcDateTime)
+    data: Mapped[dict[str, Any]] = mapped_column(JsonColumn)
 
 
 class WorkflowJob(Base):

@@ -110,6 +110,13 @@ def stage_awaits_approval(
     _add(info, [(lifecycle_key("STAGE", "WAITING"), body, now)])
 
 
+def workflow_event(info: Info, kind: str, body: dict[str, Any], now: datetime) -> None:
+    """An Open Job Spec workflow's lifecycle event (`workflow.completed`, ...), its body
+    the spec's event envelope: routed by its type."""
+    if info.get(ANNOUNCING):
+        _add(info, [(kind, body, now)])
+
+
 def _add(info: Info, messages: list[Message]) -> None:
     if messages:
         info.setdefault(MESSAGES, []).extend(messages)

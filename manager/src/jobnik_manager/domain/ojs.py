@@ -6,8 +6,9 @@ envelope's fields must look like, and the spec's error codes for our refusals.""
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 from jobnik_protocol.wire import SystemReason
 
@@ -115,6 +116,26 @@ def priority_of(value: int) -> Priority:
     if value > -50:
         return Priority.LOW
     return Priority.VERY_LOW
+
+
+def rfc3339(at: datetime) -> str:
+    """RFC 3339 in UTC: to the millisecond, or the second when it has no fraction (a
+    client's whole-second time reads back as it was sent)."""
+    spec = "milliseconds" if at.microsecond else "seconds"
+    return at.astimezone(UTC).isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def event(event_id: str, kind: str, at: datetime, subject: str, data: Any) -> dict[str, Any]:
+    """An event as the spec's envelope (ojs-events.md 2), whatever carries it."""
+    return {
+        "specversion": SPEC_VERSION,
+        "id": event_id,
+        "type": kind,
+        "source": "ojs://jobnik",
+        "time": rfc3339(at),
+        "subject": subject,
+        "data": data,
+    }
 
 
 def reason_of(code: str | None, message: str) -> str:

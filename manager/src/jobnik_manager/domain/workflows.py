@@ -34,6 +34,15 @@ CALLBACKS = (ON_COMPLETE, ON_SUCCESS, ON_FAILURE)
 # How many jobs (or steps) a workflow may hold; a workflow inside another is refused.
 MAX_JOBS = 1000
 
+# The lifecycle events a workflow's moments are told as (ojs-events.md 3.5).
+STARTED = "workflow.started"
+ENDED = {
+    WorkflowState.COMPLETED: "workflow.completed",
+    WorkflowState.FAILED: "workflow.failed",
+    WorkflowState.CANCELLED: "workflow.cancelled",
+}
+EVENT_TYPES = (STARTED, *ENDED.values())
+
 
 def callbacks_due(outcomes: Sequence[JobStatus]) -> frozenset[str] | None:
     """Which callbacks a batch fires, given its jobs' statuses: None while any is not

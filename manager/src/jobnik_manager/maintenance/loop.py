@@ -11,6 +11,7 @@ from ..db.engine import Database
 from ..services.claimability import open_due_retries
 from ..services.schedules import JobBuilder, fire_due
 from ..services.workers import forget_gone
+from ..services.workflow_events import watch_workflows
 from ..services.workflows import fire_due_batches
 from .cleanup import forget_old_keys
 from .expiry import expire
@@ -26,7 +27,7 @@ async def run_tick(db: Database, build: JobBuilder | None = None) -> None:
     """One tick's work on time: expired leases, tasks due (retry delays over, their
     not-before come), attempts past their time limit, jobs past their deadline, jobs and
     tasks past their expiry not started, the callbacks of batches whose jobs all ended,
-    and, given
+    the workflow events not yet told, and, given
     how a schedule's job is made (`build`), the runs of schedules due."""
     reaped = await reap_expired(db)
     opened = await open_due_retries(db)
@@ -35,11 +36,12 @@ async def run_tick(db: Database, build: JobBuilder | None = None) -> None:
     expired = await expire(db)
     runs = 0 if build is None else await fire_due(db, build)
     batches = await fire_due_batches(db)
-    if reaped or opened or timed_out or past_deadline or expired or runs or batches:
+    told = await watch_workflows(db)  # after the batches: a callback fired may end one
+    if reaped or opened or timed_out or past_deadline or expired or runs or batches or told:
         log.info(
             "maintenance: %d expired leases reaped, %d tasks due, %d attempts timed out, "
             "%d jobs past their deadline, %d jobs and tasks expired, %d schedule runs, "
-            "%d batches' callbacks fired",
+            "%d batches' callbacks fired, %d workflow events",
             reaped,
             opened,
             timed_out,
@@ -47,6 +49,7 @@ async def run_tick(db: Database, build: JobBuilder | None = None) -> None:
             expired,
             runs,
             batches,
+            told,
         )
 
 

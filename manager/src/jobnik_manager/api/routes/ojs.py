@@ -36,6 +36,7 @@ from ...services.ojs_pushes import Duplicate, Push, push_jobs
 from ...services.reports import Report, expire_lease_if_due, settle
 from ...services.unique_jobs import KeyTakenMeanwhile
 from ...services.worker_directives import state_of
+from ...services.workflow_events import record_events
 from ...services.workflows import batch_of, fire_callbacks, mark_of, parent_results
 from ..deps import DatabaseDep
 from ..ojs_push import new_job, rate_limit_of, unique_of
@@ -206,7 +207,7 @@ async def cancel(db: DatabaseDep, taskId: str) -> Response:
         await in_transaction(db, jobs.change_status, task["job_id"], JobStatus.ABORTED)
     except DomainError as exc:
         raise conflict(task, previous, "cancel") from exc
-    await _batch_turn(db, task)
+    await _workflow_turn(db, task)
     job = envelope(await task_of(db, taskId), db.clock.now())
     return answer({"job": {**job, "previous_state": previous.value}}, 200)
 
@@ -253,12 +254,16 @@ async def fetch(request: Request, db: DatabaseDep) -> Response:
         await _own_leases(db, claimed)
     now = db.clock.now()
     jobs = [envelope(t, now) for t in claimed]
+    begun: set[uuid.UUID] = set()
     for job, task in zip(jobs, claimed, strict=True):
         mark = mark_of(task["data"])
         if mark is not None:  # a chain's step or a batch's callback sees what came before
             parents = await in_transaction(db, parent_results, mark)
             if parents is not None:
                 job["parent_results"] = parents
+            begun.add(uuid.UUID(str(mark["id"])))
+    for workflow_id in begun:  # its first job fetched: workflow.started
+        await in_transaction(db, record_events, workflow_id)
     return answer({"jobs": jobs}, 200)
 
 
@@ -289,16 +294,20 @@ async def _report(db: Any, body: dict[str, Any], report: Report, doing: str) -> 
     [answer] = await settle(db, [(uuid.UUID(str(task["id"])), report)])
     if isinstance(answer, DomainError):
         raise conflict(task, state, doing) from answer
-    await _batch_turn(db, task)
+    await _workflow_turn(db, task)
     return columns(answer)
 
 
-async def _batch_turn(db: Database, task: Mapping[str, Any]) -> None:
-    """A batch's job has ended: its callbacks fire now if it was the last (the
-    maintenance tick fires those whose last job ended by another way)."""
+async def _workflow_turn(db: Database, task: Mapping[str, Any]) -> None:
+    """A workflow's job has ended: a batch's callbacks fire now if it was the last, and
+    the workflow's end is told if it came (the maintenance tick does both for jobs that
+    ended by another way)."""
     batch = batch_of(task["data"])
     if batch is not None:
         await in_transaction(db, fire_callbacks, batch)
+    mark = mark_of(task["data"])
+    if mark is not None:
+        await in_transaction(db, record_events, uuid.UUID(str(mark["id"])))
 
 
 @router.post(f"{BASE}/workers/ack")

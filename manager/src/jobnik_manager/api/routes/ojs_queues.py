@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from ...db.models import WorkflowEvent
 from ...domain import ojs
 from ...domain.ojs import State
 from ...domain.statuses import TaskStatus
+from ...domain.workflows import EVENT_TYPES
 from ...observe.state import read_state
-from ...services import flow, stage_type_pauses
+from ...services import flow, stage_type_pauses, workflow_events
 from ...services.dead_letters import (
     DeadLetterFilter,
     Selection,
@@ -165,27 +169,52 @@ _EVENT_MOVES: dict[str, TaskStatus | None] = {
 _EVENT_TYPES = {move: name for name, move in _EVENT_MOVES.items()}
 
 
+Cursor = Annotated[str, Query(max_length=41, pattern=r"^[0-9]{1,20}(\.[0-9]{1,20})?$")]
+
+
 @router.get(f"{BASE}/events")
 async def events(
     db: DatabaseDep,
     types: str | None = None,
     queues: str | None = None,
     limit: Limit = 50,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Cursor = "0",
 ) -> Response:
-    """The jobs' events, oldest first, after the cursor `after` (the last answer's
-    `cursor`): of the types and queues named (comma-separated), read from the event log."""
-    named = [t for t in (types or "").split(",") if t] or list(_EVENT_MOVES)
-    if unknown := [t for t in named if t not in _EVENT_MOVES]:
+    """The jobs' and the workflows' events, oldest first, after the cursor `after` (the
+    last answer's `cursor`: how far each log was read, `<jobs>.<workflows>`), of the types
+    and queues named (comma-separated; a workflow's events belong to no queue, so naming
+    queues leaves them out). Two logs read side by side, merged by time."""
+    named = [t for t in (types or "").split(",") if t] or [*_EVENT_MOVES, *EVENT_TYPES]
+    if unknown := [t for t in named if t not in _EVENT_MOVES and t not in EVENT_TYPES]:
         raise invalid(f"types: unknown event type {unknown[0]!r}")
     queue_names = [q for q in (queues or "").split(",") if q]
-    moves = [_EVENT_MOVES[t] for t in named]
-    rows = await in_transaction(
-        db, read_events, moves, queue_names, after, limit + 1, listing_owner()
-    )
-    listed = [_event(row) for row in rows[:limit]]
-    cursor = str(rows[min(len(rows), limit) - 1]["seq"]) if rows else str(after)
-    return wire.answer({"events": listed, "cursor": cursor, "has_more": len(rows) > limit}, 200)
+    jobs_after, _, flows_after = after.partition(".")
+    seen = [int(jobs_after), int(flows_after or 0)]
+    moves = [_EVENT_MOVES[t] for t in named if t in _EVENT_MOVES]
+    kinds = [t for t in named if t in EVENT_TYPES and not queue_names]
+    owner = listing_owner()
+
+    async def both(s: AsyncSession) -> list[tuple[datetime, int, int, dict[str, Any]]]:
+        found: list[tuple[datetime, int, int, dict[str, Any]]] = []
+        if moves:
+            rows = await read_events(s, moves, queue_names, seen[0], limit + 1, owner)
+            found += [(r["time"], 0, r["seq"], _event(r)) for r in rows]
+        if kinds:
+            flows = await workflow_events.read_events(s, kinds, seen[1], limit + 1, owner)
+            found += [(e.time, 1, e.seq, _workflow_event(e)) for e in flows]
+        return found
+
+    merged = sorted(await in_transaction(db, both), key=lambda f: f[:3])
+    for _, log, seq, _ in merged[:limit]:
+        seen[log] = seq
+    listed = [said for *_, said in merged[:limit]]
+    cursor = f"{seen[0]}.{seen[1]}" if seen[1] else str(seen[0])
+    return wire.answer({"events": listed, "cursor": cursor, "has_more": len(merged) > limit}, 200)
+
+
+def _workflow_event(event: WorkflowEvent) -> dict[str, Any]:
+    said_id = workflow_events.event_id(event.seq)
+    return ojs.event(said_id, event.type, event.time, str(event.workflow_id), event.data)
 
 
 def _event(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -203,12 +232,4 @@ def _event(row: Mapping[str, Any]) -> dict[str, Any]:
         said["attempt"] = row["attempt"] + 1 if running else row["attempt"]
     if move is TaskStatus.COMPLETED and row["start_time"] is not None:
         said["duration_ms"] = int((row["time"] - row["start_time"]).total_seconds() * 1000)
-    return {
-        "specversion": ojs.SPEC_VERSION,
-        "id": f"evt_{row['seq']}",
-        "type": kind,
-        "source": "ojs://jobnik",
-        "time": wire.when(row["time"]),
-        "subject": job_id,
-        "data": said,
-    }
+    return ojs.event(f"evt_{row['seq']}", kind, row["time"], job_id, said)

@@ -21,6 +21,7 @@ from ...domain.ojs import State
 from ...domain.statuses import StageStatus, TaskStatus
 from ...domain.workflows import CALLBACKS, MAX_JOBS, Kind, WorkflowState
 from ...services.specs import NewJob
+from ...services.workflow_events import record_events
 from ...services.workflows import (
     JOB,
     NewWorkflow,
@@ -228,4 +229,5 @@ async def cancel(db: DatabaseDep, workflowId: str) -> Response:
         await in_transaction(db, cancel_workflow, uuid.UUID(said["id"]))
     except RuleViolation as exc:  # it finished meanwhile
         raise OjsError(409, "conflict", str(exc)) from exc
+    await in_transaction(db, record_events, uuid.UUID(said["id"]))  # workflow.cancelled
     return answer({"workflow": await _read(db, workflowId)}, 200)
