@@ -27,7 +27,10 @@ from .auth import creator
 from .ojs_wire import OjsError, invalid
 
 _KNOWN = frozenset(
-    {"type", "args", "id", "meta", "options", "specversion", "schema", "queue", "scheduled_at"}
+    {
+        *("type", "args", "id", "meta", "options", "specversion", "schema", "queue"),
+        *("scheduled_at", "priority"),
+    }
 )
 _SYSTEM = frozenset(
     {"state", "attempt", "created_at", "enqueued_at", "started_at", "completed_at", "error"}
@@ -46,6 +49,7 @@ def new_job(
         name=kind[:50],
         data={},
         priority=ojs.priority_of(priority),
+        priority_number=priority,
         owner=creator(),
         stages=[NewStage(type=queue, data={}, tasks=[task], start_as_waiting=waiting)],
     )
@@ -71,9 +75,9 @@ def new_task(
     queue = options.get("queue", body.get("queue", ojs.DEFAULT_QUEUE))
     if not isinstance(queue, str) or not ojs.QUEUE_PATTERN.fullmatch(queue) or len(queue) > 50:
         raise invalid("options.queue: lowercase letters, digits, '-' and '.', up to 50")
-    priority = options.get("priority", body.get("priority", 0))
-    if type(priority) is not int or not -100 <= priority <= 100:
-        raise invalid("options.priority: an integer from -100 to 100")
+    priority = ojs.priority_number(options.get("priority", body.get("priority", 0)))
+    if priority is None:
+        raise invalid("options.priority: an integer from -100 to 100, or HIGH, NORMAL, LOW")
     task_id = None
     if "id" in body:
         given = body["id"]

@@ -204,6 +204,7 @@ class JobCreate(Inbound):
                 NewJob,
                 stages=stages,
                 owner=None,
+                priority_number=None,  # an OJS job's; v1 names one of five priorities
                 unique_window=None if window is None else timedelta(seconds=window),
             )
         )

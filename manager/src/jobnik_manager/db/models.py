@@ -93,6 +93,8 @@ class Job(Base):
     # What a task set as the job's result (a JSON object); its outputs are JobAssets.
     result: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn, default=None)
     priority: Mapped[Priority] = mapped_column(EnumText(Priority))
+    # An OJS job's own priority number, finer than `priority` (domain/ranks.py).
+    priority_number: Mapped[int | None] = mapped_column(SmallInteger, default=None)
     status: Mapped[JobStatus] = mapped_column(EnumText(JobStatus))
     percentage: Mapped[int] = mapped_column(SmallInteger, default=0)
     traceparent: Mapped[str] = mapped_column(String(55))

@@ -1,7 +1,7 @@
 """The Open Job Spec's vocabulary, read off our own: an OJS job is a task in a job of its
 own, its queue the task's stage type. Pure: how a task's status reads as one of the
-spec's eight states, how its priority (-100 to 100) ranks among our five, what an
-envelope's fields must look like, and the spec's error codes for our refusals."""
+spec's eight states, a priority (-100 to 100, or a name) and its band among our five,
+what an envelope's fields must look like, and the spec's error codes for our refusals."""
 
 from __future__ import annotations
 
@@ -103,6 +103,21 @@ def attempt_of(state: State, failed: int, started: bool) -> int:
     if state is State.CANCELLED and started and failed == 0:
         return 1
     return failed
+
+
+# Named priorities as the conformance levels map them (ojs-conformance.md L4-PRI-003;
+# ojs-core.md's table recommends 10, 0, -10: the order is the same).
+NAMED_PRIORITIES = {"HIGH": 3, "NORMAL": 2, "LOW": 1}
+
+
+def priority_number(value: object) -> int | None:
+    """A job's priority as its number: an integer from -100 to 100, or a name (HIGH,
+    NORMAL, LOW, in any case); None when it is neither."""
+    if isinstance(value, str):
+        return NAMED_PRIORITIES.get(value.upper())
+    if type(value) is int and -100 <= value <= 100:
+        return value
+    return None
 
 
 def priority_of(value: int) -> Priority:

@@ -17,6 +17,7 @@ from ..db.models import DeadLetterDiscard, Job, JobAsset, Stage, Task
 from ..domain.errors import RuleViolation
 from ..domain.moves import JOB_CREATED, job_move
 from ..domain.progress import job_percentage, resumed_job_status
+from ..domain.ranks import rank_of
 from ..domain.statuses import JobStatus, Priority, StageStatus
 from ..domain.transitions import Actor
 from .cascade import (
@@ -53,6 +54,7 @@ async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
         data=new.data,
         user_metadata=new.user_metadata,
         priority=new.priority,
+        priority_number=new.priority_number,
         **JOB_CREATED.columns(now),
         percentage=0,
         traceparent=new.traceparent or new_traceparent(),
@@ -144,11 +146,12 @@ async def change_priority(s: AsyncSession, job_id: uuid.UUID, priority: Priority
     await s.execute(
         update(Task)
         .where(Task.job_id == job_id)
-        .values(priority_rank=priority.rank)
+        .values(priority_rank=rank_of(priority))
         .execution_options(synchronize_session=False)
     )
     job = await load_job(s, job_id, lock=True)
     job.priority = priority
+    job.priority_number = None  # a number it was pushed with gives way to the new level
     job.update_time = now_in(s)
     return True
 

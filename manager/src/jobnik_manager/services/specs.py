@@ -65,6 +65,9 @@ class NewJob:
     traceparent: str | None = None
     tracestate: str | None = None
     stages: Sequence[NewStage] = ()
+    # An OJS job's own priority (-100 to 100): its tasks' place in the claim order,
+    # finer than `priority` (domain/ranks.py).
+    priority_number: int | None = None
     # Scheduled: none of its tasks claimable before then.
     not_before: datetime | None = None
     # Failed ("deadline exceeded") if not final by then.

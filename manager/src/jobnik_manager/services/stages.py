@@ -19,6 +19,7 @@ from ..db.models import Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval, tasks_ready
 from ..domain.errors import RuleViolation
 from ..domain.moves import TASK_CREATED, stage_move
+from ..domain.ranks import rank_of
 from ..domain.statuses import StageStatus, TaskStatus
 from ..domain.summary import Summary
 from ..domain.transitions import Actor
@@ -136,7 +137,7 @@ async def insert_tasks(
             code="NOT_ALLOWED_TO_ADD_TASKS_TO_IN_PROGRESS_STAGE",
         )
     claimable = claimable_when_created(status, job.status)
-    rank = job.priority.rank
+    rank = rank_of(job.priority, job.priority_number)
 
     def scheduled(task: NewTask) -> datetime | None:
         """When the task may first be claimed, if that is still to come."""

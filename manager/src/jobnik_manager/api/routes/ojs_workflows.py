@@ -98,7 +98,14 @@ def _workflow_of(body: dict[str, Any], now: datetime) -> NewWorkflow:
         first = jobs[0]
         stages = [stage for step in jobs for stage in step.stages]
         jobs = [
-            NewJob((name or first.name)[:50], {}, first.priority, owner=first.owner, stages=stages)
+            NewJob(
+                (name or first.name)[:50],
+                {},
+                first.priority,
+                owner=first.owner,
+                stages=stages,
+                priority_number=first.priority_number,
+            )
         ]
     return NewWorkflow(workflow_id, kind, name, jobs, callbacks, creator())
 
