@@ -20,6 +20,7 @@ from ...domain.statuses import TaskStatus
 from ...domain.workflows import EVENT_TYPES
 from ...observe.state import read_state
 from ...services import flow, stage_type_pauses, workflow_events
+from ...services import queue_stats as queue_stats_of
 from ...services.dead_letters import (
     DeadLetterFilter,
     Selection,
@@ -70,27 +71,35 @@ async def resume_queue(db: DatabaseDep, stageType: QueueName) -> Response:
 
 @router.get(BASE + "/queues/{stageType}/stats")
 async def queue_stats(db: DatabaseDep, stageType: QueueName) -> Response:
-    """The queue's jobs available and active now (as /v1/stage-types counts them), and
-    those completed and failed in the last hour (its flow)."""
-    state = await read_state(db)
-    hour = await in_transaction(db, flow.flow, stageType, 60)
+    """The queue's jobs by state and in all (`total`), and its flow: those completed and
+    failed in the last hour, and the completions a second over it."""
+
+    async def read(s: AsyncSession) -> tuple[dict[str, int], bool, flow.Flow]:
+        # One transaction: the counts and the flow of one moment.
+        counts = await queue_stats_of.queue_counts(s, stageType)
+        return (
+            counts,
+            await queue_stats_of.is_paused(s, stageType),
+            await flow.flow(s, stageType, 60),
+        )
+
+    counts, paused, hour = await in_transaction(db, read)
+    completed = sum(m.completed for m in hour.minutes)
     stats = {
-        "available": state.ready.get(stageType, 0),
-        "active": state.in_flight.get(stageType, 0),
-        "completed_last_hour": sum(m.completed for m in hour.minutes),
+        **counts,
+        "completed_last_hour": completed,
         "failed_last_hour": sum(m.failed for m in hour.minutes),
+        "throughput_per_second": round(completed / 3600, 4),
     }
-    paused = stageType in state.paused
     queue = {
         "name": stageType,
         "paused": paused,
         "status": "paused" if paused else "active",
-        "available": stats["available"],
-        "active": stats["active"],
-        "completed": stats["completed_last_hour"],
+        **{k: counts[k] for k in ("total", "available", "active", "completed")},
         "stats": stats,
     }
-    return wire.answer({"queue": queue, "computed_at": wire.when(db.clock.now())}, 200)
+    said = {"queue": queue, "status": queue["status"], "stats": stats}
+    return wire.answer({**said, "computed_at": wire.when(db.clock.now())}, 200)
 
 
 @router.delete(BASE + "/admin/queues/{stageType}/jobs")
