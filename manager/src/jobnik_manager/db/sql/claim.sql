@@ -167,7 +167,7 @@ SELECT stages.*,
        jobs.failed_stage_id AS job_failed_stage_id, jobs.not_before AS job_not_before,
        jobs.deadline AS job_deadline, jobs.partial AS job_partial,
        jobs.unique_key AS job_unique_key, jobs.result AS job_result,
-       jobs.expires_at AS job_expires_at
+       jobs.expires_at AS job_expires_at, jobs.priority_number AS job_priority_number
 FROM stages JOIN jobs ON jobs.id = stages.job_id
 WHERE stages.id = ANY (:stage_ids::uuid[])
 ORDER BY stages.id
