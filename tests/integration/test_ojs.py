@@ -75,11 +75,11 @@ def refused(answer: Any, code: str) -> None:
     assert error["request_id"].startswith("req_")
 
 
-async def test_the_manifest_declares_level_2_over_http_and_health_is_ok(
+async def test_the_manifest_declares_level_4_over_http_and_health_is_ok(
     client: httpx.AsyncClient,
 ) -> None:
     manifest = await call(client, "GET", "/manifest")
-    assert (manifest["specversion"], manifest["conformance_level"]) == ("1.0", 2)
+    assert (manifest["specversion"], manifest["conformance_level"]) == ("1.0", 4)
     assert manifest["protocols"] == ["http"] and manifest["implementation"]["name"] == "jobnik"
     assert manifest["endpoints"]["health"] == "/ojs/v1/health"
     # What it has, beyond the level it declares; schema validation it has not.

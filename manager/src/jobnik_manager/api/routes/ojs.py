@@ -1,4 +1,4 @@
-"""/ojs/v1: the Open Job Spec's HTTP binding (levels 0 to 2 declared), on the same
+"""/ojs/v1: the Open Job Spec's HTTP binding (levels 0 to 4 declared), on the same
 tables and rules as /v1. An OJS job is a task in a job of its own; its queue is the
 task's stage type, its id the task's (a UUIDv7 the client may choose), its type, args,
 meta and priority kept in the task's data. PUSH creates the job, FETCH is the claim (its
@@ -63,15 +63,15 @@ router = APIRouter(tags=["open job spec"])
 
 @router.get("/ojs/manifest")
 async def manifest(request: Request) -> Response:
-    """What this server implements of the spec: level 2 (core, reliable, scheduled), over
-    HTTP; the capabilities say what it has of the levels above."""
+    """What this server implements of the spec: level 4 (core, reliable, scheduled,
+    orchestration, advanced), over HTTP; the capabilities say what it has of each."""
     base = str(request.base_url).rstrip("/")
     return json_response(
         {
             "specversion": ojs.SPEC_VERSION,
             "ojs_version": ojs.SPEC_VERSION,
             "implementation": {"name": "jobnik", "version": __version__, "language": "python"},
-            "conformance_level": 2,
+            "conformance_level": 4,
             "conformance_tier": "runtime",
             "protocols": ["http"],
             "backend": request.app.state.database.engine.dialect.name,
