@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from sqlalchemy import exists, insert, or_, select, update
@@ -25,7 +24,7 @@ from ..db.models import Job, Workflow, WorkflowEvent, WorkflowJob
 from ..domain import announcements, ojs
 from ..domain.statuses import JobStatus, TaskStatus
 from ..domain.workflows import ENDED, STARTED, WorkflowState
-from .workflows import JOB, WorkflowView, read_workflow, tasks_of
+from .workflows import JOB, WorkflowView, each_due_workflow, read_workflow, tasks_of
 
 Row = dict[str, Any]
 _NOT_FINAL = [status for status in JobStatus if not status.is_final]
@@ -127,24 +126,16 @@ async def watch_workflows(db: Database, limit: int = 500) -> int:
     """The maintenance tick's share: the open workflows one of whose jobs has begun
     though none was recorded, or all of whose jobs are final, their events recorded.
     One statement finds them, by the index of the open ones."""
-
-    async def due(s: AsyncSession) -> list[uuid.UUID]:
-        member = (WorkflowJob.workflow_id == Workflow.id, Job.id == WorkflowJob.job_id)
-        begun = exists().where(*member, WorkflowJob.role == JOB, Job.start_time.is_not(None))
-        still_open = exists().where(*member, Job.status.in_(_NOT_FINAL))
-        found = await s.scalars(
-            select(Workflow.id)
-            .where(Workflow.ended_at.is_(None))
-            .where(or_(Workflow.started_at.is_(None) & begun, ~still_open))
-            .order_by(Workflow.created_at)
-            .limit(limit)
-        )
-        return list(found)
-
-    recorded = 0
-    for workflow_id in await db.transaction(due):
-        recorded += await db.transaction(partial(record_events, workflow_id=workflow_id))
-    return recorded
+    member = (WorkflowJob.workflow_id == Workflow.id, Job.id == WorkflowJob.job_id)
+    begun = exists().where(*member, WorkflowJob.role == JOB, Job.start_time.is_not(None))
+    still_open = exists().where(*member, Job.status.in_(_NOT_FINAL))
+    return await each_due_workflow(
+        db,
+        record_events,
+        Workflow.ended_at.is_(None),
+        or_(Workflow.started_at.is_(None) & begun, ~still_open),
+        limit=limit,
+    )
 
 
 async def read_events(

@@ -6,13 +6,13 @@ firing approves the ones due and aborts the others, by the same moves as a perso
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import ColumnElement, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
@@ -163,31 +163,46 @@ async def fire_callbacks(s: AsyncSession, workflow_id: uuid.UUID) -> bool:
     return True
 
 
+async def each_due_workflow(
+    db: Database,
+    act: Callable[..., Awaitable[int]],
+    *where: ColumnElement[bool],
+    limit: int,
+) -> int:
+    """`act(s, workflow_id=...)` on each workflow meeting `where`, oldest first (up to
+    `limit`), each in a transaction of its own, so that one that loses a race or fails
+    leaves the others theirs: the maintenance tick's way with workflows. The sum of what
+    the acts return (a bool counts one)."""
+
+    async def due(s: AsyncSession) -> list[uuid.UUID]:
+        query = select(Workflow.id).where(*where).order_by(Workflow.created_at).limit(limit)
+        return list(await s.scalars(query))
+
+    done = 0
+    for workflow_id in await db.transaction(due):
+        done += await db.transaction(partial(act, workflow_id=workflow_id))
+    return done
+
+
 async def fire_due_batches(db: Database, limit: int = 500) -> int:
     """The maintenance tick's share: fire the batches whose jobs all became final by
     another way than an OJS report (a v1 report, a lease or time limit run out, an
     abort). One statement finds them: the first job of a batch still open ends its look."""
-
-    async def due(s: AsyncSession) -> list[uuid.UUID]:
-        open_job = exists().where(
-            WorkflowJob.workflow_id == Workflow.id,
-            WorkflowJob.role == written(JOB),
-            Job.id == WorkflowJob.job_id,
-            Job.status.in_(_NOT_FINAL),
-        )
-        found = await s.scalars(
-            select(Workflow.id)
-            .where(Workflow.kind == written(Kind.BATCH.value), Workflow.fired_at.is_(None))
-            .where(Workflow.cancelled_at.is_(None), ~open_job)
-            .order_by(Workflow.created_at)
-            .limit(limit)
-        )
-        return list(found)
-
-    fired = 0
-    for workflow_id in await db.transaction(due):
-        fired += await db.transaction(partial(fire_callbacks, workflow_id=workflow_id))
-    return fired
+    open_job = exists().where(
+        WorkflowJob.workflow_id == Workflow.id,
+        WorkflowJob.role == written(JOB),
+        Job.id == WorkflowJob.job_id,
+        Job.status.in_(_NOT_FINAL),
+    )
+    return await each_due_workflow(
+        db,
+        fire_callbacks,
+        Workflow.kind == written(Kind.BATCH.value),
+        Workflow.fired_at.is_(None),
+        Workflow.cancelled_at.is_(None),
+        ~open_job,
+        limit=limit,
+    )
 
 
 async def parent_results(s: AsyncSession, mark: Mapping[str, Any]) -> list[Any] | None:
