@@ -37,8 +37,15 @@ from .support.engines import lent_database
 # half each. The modules imported from here on are cached in __pycache__ (git ignores it).
 sys.dont_write_bytecode = False
 
+# The local server over its Unix socket where it has one: a round trip costs the test
+# process and the server a fifth less CPU than over TCP on loopback, and the tests make
+# hundreds of thousands. Processes the tests start get the same URL.
+_SOCKETS = Path("/var/run/postgresql")
 POSTGRES_URL = os.environ.get(
-    "JOBNIK_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_test"
+    "JOBNIK_TEST_POSTGRES_URL",
+    f"postgresql+asyncpg://postgres@/jobnik_test?host={_SOCKETS}"
+    if (_SOCKETS / ".s.PGSQL.5432").exists()
+    else "postgresql+asyncpg://postgres@127.0.0.1:5432/jobnik_test",
 )
 # CI sets this so that an unreachable PostgreSQL fails the run instead of skipping.
 REQUIRE_POSTGRES = os.environ.get("JOBNIK_TEST_REQUIRE_POSTGRES", "") not in ("", "0", "false")

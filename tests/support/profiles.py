@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import make_url
 
-from ..conftest import POSTGRES_URL, _admin, outside_any_loop
+from ..conftest import POSTGRES_URL, _admin, database_named, outside_any_loop
 from .deployment import Deployment, deployment
 from .soak_scenarios import STAGE_TYPES
 
@@ -23,8 +24,8 @@ def fresh_database(request: pytest.FixtureRequest) -> Iterator[str]:
     use (skipped, or failed when CI requires it, as they are when it is unreachable),
     dropped afterwards."""
     request.getfixturevalue("postgres_url")
-    url = f"{POSTGRES_URL}_profile_{uuid.uuid4().hex[:8]}"
-    name = url.rpartition("/")[2]
+    name = f"{make_url(POSTGRES_URL).database}_profile_{uuid.uuid4().hex[:8]}"
+    url = database_named(POSTGRES_URL, name)
     outside_any_loop(_admin(url, f'CREATE DATABASE "{name}"'))
     try:
         yield url
