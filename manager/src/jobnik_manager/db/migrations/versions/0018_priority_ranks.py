@@ -1,4 +1,4 @@
-"""0018 (after 0017), 2026-11-29: priority ranks fine enough for the Open Job Spec's
+"""0018 (after 0017), 2026-12-06: priority ranks fine enough for the Open Job Spec's
 numbers.
 
 A task's `priority_rank` (the claim index's order, lower first) was one of five, 0 for
