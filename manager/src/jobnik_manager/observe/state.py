@@ -7,10 +7,11 @@ by triggers (`status_counts`)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import case, column, func, select, text
+from sqlalchemy import String, case, column, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
@@ -99,33 +100,44 @@ async def _read(s: AsyncSession) -> State:
     return state
 
 
-# The first claim-index entry of each priority rank a type has waiting, ranks found by
-# skipping through the index (one probe per rank present, of up to 201).
+# The first claim-index entry of each priority rank each type has waiting, the ranks
+# found by skipping through the index (one probe per rank present, of up to 201): one
+# statement for every type, as a scrape should cost the same for one type or a hundred.
 _OLDEST = """
-WITH RECURSIVE ranks(r) AS (
-    SELECT min(priority_rank) FROM tasks WHERE {claimable} AND stage_type = :t
+WITH RECURSIVE ranks(stage_type, r) AS (
+    SELECT t.stage_type, (SELECT min(priority_rank) FROM tasks
+                          WHERE {claimable} AND stage_type = t.stage_type)
+    FROM ({types}) AS t
     UNION ALL
-    SELECT (SELECT min(priority_rank) FROM tasks
-            WHERE {claimable} AND stage_type = :t AND priority_rank > ranks.r)
+    SELECT ranks.stage_type, (SELECT min(priority_rank) FROM tasks
+                              WHERE {claimable} AND stage_type = ranks.stage_type
+                              AND priority_rank > ranks.r)
     FROM ranks WHERE ranks.r IS NOT NULL
 )
-SELECT min((SELECT creation_time FROM tasks
-            WHERE {claimable} AND stage_type = :t AND priority_rank = ranks.r
-            ORDER BY seq LIMIT 1))
-FROM ranks WHERE ranks.r IS NOT NULL
+SELECT stage_type, min((SELECT creation_time FROM tasks
+                        WHERE {claimable} AND stage_type = ranks.stage_type
+                        AND priority_rank = ranks.r ORDER BY seq LIMIT 1)) AS at
+FROM ranks WHERE ranks.r IS NOT NULL GROUP BY stage_type
 """
+# Each backend's way to a list of types, and its partial index's condition as the index
+# states it (so that the index is used).
+_OLDEST_ON = {
+    "postgresql": _OLDEST.format(
+        types="SELECT unnest(CAST(:types AS text[])) AS stage_type", claimable="claimable"
+    ),
+    "sqlite": _OLDEST.format(
+        types="SELECT value AS stage_type FROM json_each(:types)", claimable="claimable = 1"
+    ),
+}
 
 
 async def _oldest_ready(s: AsyncSession, stage_types: list[str]) -> dict[str, datetime]:
     """The creation time of the oldest claimable task of each type: the first entry of
     each priority rank in the claim index (stage type, priority rank, insertion order)."""
-    # Written as each backend's partial index says it, so that the index is used.
-    pg = s.get_bind().dialect.name == "postgresql"
-    statement = _OLDEST.format(claimable="claimable" if pg else "claimable = 1")
-    oldest_of = text(statement).columns(column("at", UtcDateTime))
-    oldest: dict[str, datetime] = {}
-    for stage_type in stage_types:
-        at = (await s.execute(oldest_of, {"t": stage_type})).scalar()
-        if at is not None:
-            oldest[stage_type] = at
-    return oldest
+    backend = s.get_bind().dialect.name
+    statement = text(_OLDEST_ON[backend]).columns(
+        column("stage_type", String), column("at", UtcDateTime)
+    )
+    types = stage_types if backend == "postgresql" else json.dumps(stage_types)
+    rows = await s.execute(statement, {"types": types})
+    return {stage_type: at for stage_type, at in rows if at is not None}
