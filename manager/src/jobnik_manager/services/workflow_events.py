@@ -15,7 +15,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, insert, or_, select, update
+from sqlalchemy import Exists, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -39,6 +39,8 @@ async def record_events(s: AsyncSession, workflow_id: uuid.UUID) -> int:
     row = seen.one_or_none()
     if row is None or row.ended_at is not None:
         return 0
+    if row.started_at is not None and await s.scalar(select(_open_member(workflow_id))):
+        return 0  # nothing to tell before its last job ends: not worth reading it whole
     view = await read_workflow(s, workflow_id)
     if view is None:
         return 0
@@ -128,13 +130,21 @@ async def watch_workflows(db: Database, limit: int = 500) -> int:
     One statement finds them, by the index of the open ones."""
     member = (WorkflowJob.workflow_id == Workflow.id, Job.id == WorkflowJob.job_id)
     begun = exists().where(*member, WorkflowJob.role == JOB, Job.start_time.is_not(None))
-    still_open = exists().where(*member, Job.status.in_(_NOT_FINAL))
     return await each_due_workflow(
         db,
         record_events,
         Workflow.ended_at.is_(None),
-        or_(Workflow.started_at.is_(None) & begun, ~still_open),
+        or_(Workflow.started_at.is_(None) & begun, ~_open_member(Workflow.id)),
         limit=limit,
+    )
+
+
+def _open_member(workflow_id: Any) -> Exists:
+    """A job of the workflow (a step, or a batch's callback) not final yet."""
+    return exists().where(
+        WorkflowJob.workflow_id == workflow_id,
+        Job.id == WorkflowJob.job_id,
+        Job.status.in_(_NOT_FINAL),
     )
 
 
