@@ -7,14 +7,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import delete, insert, update
 
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Stage, Task
+from jobnik_manager.db.models import Stage, Task, WorkflowEvent
+from jobnik_manager.domain.workflows import STARTED
 
 from ..support.api import Api, unique
 from ..support.invariants import assert_invariants
+from .test_ojs_workflows import ack, create, fetch, job
 
 BROKEN: dict[str, dict[str, Any]] = {
     # A claimable flag that lies about a PENDING task of a running job.
@@ -56,4 +59,26 @@ async def test_an_unfinished_task_in_a_completed_job_fails_the_check(
     await change(db, Task, task["id"], status="FAILED")
     await change(db, Stage, stage["id"], completed=1, failed=1)
     with pytest.raises(AssertionError, match="unfinished in a completed job"):
+        await assert_invariants(db)
+
+
+@pytest.mark.parametrize("broken", ["told twice", "not told"])
+async def test_a_workflow_told_otherwise_than_its_marks_fails_the_check(
+    client: httpx.AsyncClient, db: Database, broken: str
+) -> None:
+    queue = unique("told").lower()
+    made = await create(client, {"type": "chain", "steps": [job("a.b", queue)]})
+    [step] = await fetch(client, queue)
+    await ack(client, step["id"])
+    await assert_invariants(db)  # started and completed, each told once
+    workflow_id = uuid.UUID(made["id"])
+    if broken == "told twice":
+        again = insert(WorkflowEvent).values(
+            workflow_id=workflow_id, type=STARTED, time=db.clock.now(), data={}
+        )
+        await db.transaction(lambda s: s.execute(again))
+    else:
+        gone = delete(WorkflowEvent).where(WorkflowEvent.type != STARTED)
+        await db.transaction(lambda s: s.execute(gone))
+    with pytest.raises(AssertionError, match=f"workflow {workflow_id} told"):
         await assert_invariants(db)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import ColumnElement, Select, and_, case, false, func, literal, or_, select
 
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Job, Stage, Task
+from jobnik_manager.db.models import Job, Stage, Task, Workflow, WorkflowEvent
 from jobnik_manager.domain.statuses import (
     CLAIMING_JOB_STATUSES,
     JobStatus,
     StageStatus,
     TaskStatus,
 )
+from jobnik_manager.domain.workflows import ENDED, STARTED
 
 SUMMARY_COLUMNS = {
     TaskStatus.PENDING: "pending",
@@ -38,7 +41,8 @@ async def assert_invariants(db: Database) -> None:
     task, stage and job statuses; final jobs hold no claimable task; completed jobs have
     only completed stages, and tasks completed or cancelled; jobs and stages carry an
     end time exactly when final, a start time once running, and a failed job its reason
-    and the stage that failed it."""
+    and the stage that failed it; a workflow's start and end are each told once, as its
+    marks say."""
     async with db.sessions() as s:
         stages = {st.id: st for st in (await s.execute(select(Stage))).scalars()}
         jobs = {j.id: j for j in (await s.execute(select(Job))).scalars()}
@@ -97,6 +101,26 @@ async def assert_invariants(db: Database) -> None:
                 assert job.reason, f"job {job.id} failed, and says not why"
                 if job.failed_stage_id is not None:  # a failure, not a deadline
                     assert stages[job.failed_stage_id].status is StageStatus.FAILED
+        await _assert_workflows_told(s)
+
+
+async def _assert_workflows_told(s: Any) -> None:
+    """Each workflow's start told once when it is marked started, its end once (as one of
+    the ending types) when marked ended, and nothing else."""
+    told: dict[object, list[str]] = {}
+    for workflow_id, kind in await s.execute(
+        select(WorkflowEvent.workflow_id, WorkflowEvent.type).order_by(WorkflowEvent.seq)
+    ):
+        told.setdefault(workflow_id, []).append(kind)
+    marks = await s.execute(select(Workflow.id, Workflow.started_at, Workflow.ended_at))
+    for workflow_id, started_at, ended_at in marks:
+        kinds = told.pop(workflow_id, [])
+        expected = [STARTED] * (started_at is not None)
+        expected += [k for k in kinds if k in ENDED.values()][:1] if ended_at else []
+        assert kinds == expected and len(kinds) == (started_at is not None) + (
+            ended_at is not None
+        ), f"workflow {workflow_id} told {kinds} (started {started_at}, ended {ended_at})"
+    assert not told, f"events of workflows not there: {sorted(map(str, told))}"
 
 
 def _broken_tasks(
