@@ -65,6 +65,12 @@ def check_worker_options(
 _CHECKED = tuple(inspect.signature(check_worker_options).parameters)
 
 
+def check_worker_options_in(options: Mapping[str, Any]) -> None:
+    """`check_worker_options` on those of `options` (a Worker's keyword arguments by
+    name, and whatever else) that it holds to its rules."""
+    check_worker_options(**{name: options[name] for name in _CHECKED})
+
+
 def _seconds(value: float) -> timedelta:
     return timedelta(seconds=value)
 
@@ -143,8 +149,7 @@ class WorkerSettings(BaseModel):
 
     @model_validator(mode="after")
     def _by_the_workers_rules(self) -> Self:
-        options = self.worker_options()
-        check_worker_options(**{name: options[name] for name in _CHECKED})
+        check_worker_options_in(self.worker_options())
         return self
 
     @classmethod

@@ -31,7 +31,7 @@ from ._models import Task, TaskStatus
 from ._prefetch import Prefetch
 from ._reporter import MAX_REPORTS, Reporter
 from ._schedule import Schedule, Step
-from ._settings import DEFAULT_POLL_BACKOFF, MAX_PREFETCH, check_worker_options
+from ._settings import DEFAULT_POLL_BACKOFF, MAX_PREFETCH, check_worker_options_in
 from ._signals import listen_for_stop
 from ._tracing import HandlerSpans
 from ._wakeup import Wakeups
@@ -176,18 +176,8 @@ class Worker(Generic[DataT]):
         types = [stage_types] if isinstance(stage_types, str) else list(stage_types)
         if not types or any(not t for t in types):
             raise ValueError("a worker needs at least one non-empty stage type")
-        check_worker_options(
-            concurrency=concurrency,
-            shutdown_grace=shutdown_grace,
-            lease=lease,
-            heartbeat_interval=heartbeat_interval,
-            claim_wait=claim_wait,
-            report_batch_size=report_batch_size,
-            report_linger=report_linger,
-            prefetch=prefetch,
-            metrics_port=metrics_port,
-            name=name,
-        )
+        # Every argument by name, as WorkerSettings checks its own: one set of rules.
+        check_worker_options_in(locals())
         name = default_worker_name() if name is None else name
         if token is not None and not isinstance(client, str):
             raise ValueError("token goes with a manager URL; give it to your client instead")
