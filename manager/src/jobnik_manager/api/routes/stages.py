@@ -6,7 +6,7 @@ import uuid
 from datetime import timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ...db.models import Stage
@@ -46,20 +46,25 @@ from .common import (
 router = APIRouter(prefix="/v1/stages", tags=["stages"], route_class=CreateRoute)
 
 
+async def stage_filter(
+    job_id: uuid.UUID | None = None,
+    stage_type: StageTypeQuery = None,
+    stage_operation_status: StageStatus | None = None,
+) -> stage_service.StageFilter:
+    """The stages a listing asks for by v1's query names; a producer's, its own jobs'."""
+    return stage_service.StageFilter(
+        owner=listing_owner(), job_id=job_id, stage_type=stage_type, status=stage_operation_status
+    )
+
+
 @router.get("", **pages_of(StageOut))
 async def find_stages(
     db: DatabaseDep,
     page: PageDep,
     inline: InlineTasksDep,
-    job_id: uuid.UUID | None = None,
-    stage_type: StageTypeQuery = None,
-    stage_operation_status: StageStatus | None = None,
+    f: Annotated[stage_service.StageFilter, Depends(stage_filter)],
     should_return_tasks: bool = False,
 ) -> Page[StageOut]:
-    f = stage_service.StageFilter(
-        owner=listing_owner(), job_id=job_id, stage_type=stage_type, status=stage_operation_status
-    )
-
     async def work(s: AsyncSession) -> Page[StageOut]:
         result = await stage_service.find_stages(s, f, page)
         items = await stages_out(s, result.items, inline, should_return_tasks)
