@@ -304,7 +304,9 @@ async def measure_ceiling(url: str, *, clients: int, seconds: int, rows: int) ->
 class Manager:
     """One real manager process (`jobnik_manager.cli serve`) on the benchmark database."""
 
-    def __init__(self, url: str, port: int, settings: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, url: str, port: int, settings: dict[str, str] | None = None, processes: int = 1
+    ) -> None:
         self.url = url
         self.base = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("JOBNIK_")}
@@ -316,7 +318,9 @@ class Manager:
             **(settings or {}),
         }
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jobnik_manager.cli", "serve"], env=env, cwd=REPO
+            [sys.executable, "-m", "jobnik_manager.cli", "serve", "--workers", str(processes)],
+            env=env,
+            cwd=REPO,
         )
 
     async def ready(self) -> None:
@@ -331,7 +335,9 @@ class Manager:
         raise RuntimeError("the manager did not become ready within 30 s")
 
     def cpu_seconds(self) -> float:
-        return process_cpu_seconds(self.proc.pid)
+        """The CPU of the manager's processes: the one started, and those it serves from
+        with --workers (its children, and theirs)."""
+        return sum(process_cpu_seconds(pid) for pid in process_tree(self.proc.pid))
 
     @property
     def gone(self) -> bool:
@@ -397,6 +403,18 @@ def process_cpu_seconds(pid: int) -> float:
     raw = Path(f"/proc/{pid}/stat").read_text()
     fields = raw[raw.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants still running."""
+    tree, i = [pid], 0
+    while i < len(tree):
+        with contextlib.suppress(FileNotFoundError):
+            for task in Path(f"/proc/{tree[i]}/task").iterdir():
+                children = (task / "children").read_text().split()
+                tree.extend(int(child) for child in children)
+        i += 1
+    return tree
 
 
 # ---- per-task cost counters ---------------------------------------------------------
@@ -954,7 +972,7 @@ class Run:
 
 @dataclass
 class Bench:
-    """Measurements through one manager process on one database."""
+    """Measurements through one manager (of --manager-processes) on one database."""
 
     args: argparse.Namespace
     url: str
@@ -972,7 +990,9 @@ class Bench:
     async def start_manager(self) -> None:
         """A fresh manager process, ready and warmed up (tried again should it be stopped)."""
         for attempt in range(self.args.retries + 1):
-            self._manager = Manager(self.url, self.port, self.settings)
+            self._manager = Manager(
+                self.url, self.port, self.settings, processes=self.args.manager_processes
+            )
             try:
                 await self.manager.ready()
                 await warm_up(self.manager.base, self.args.warmup)
@@ -1404,7 +1424,9 @@ async def benchmark(args: argparse.Namespace) -> int:
             if p.runs
         ],
     }
-    managers = "one manager process" if len(phases) == 1 else "a manager process per database"
+    managers = "one manager" if len(phases) == 1 else "a manager per database"
+    n = args.manager_processes
+    managers += f" of {n} processes" if n > 1 else " process"
     print(f"\nDrain benchmark: {report['backend']}, {managers}, {os.cpu_count()} CPUs")
     no_statements = "" if statements or sqlite else "; no pg_stat_statements: no statement counts"
     print(
@@ -1491,6 +1513,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--v1-tasks", type=int, default=5_000, help="tasks of the v1 drain")
     parser.add_argument("--concurrency", type=int, default=16, help="the sdk Worker's")
     parser.add_argument("--v1-loops", type=int, default=16)
+    parser.add_argument(
+        "--manager-processes",
+        type=int,
+        default=1,
+        help="serve from this many manager processes (`serve --workers N`)",
+    )
     parser.add_argument("--batch-loops", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--runs", type=int, default=1, help="interleaved repetitions")
