@@ -13,9 +13,20 @@ that run real processes get a longer per-test timeout than pytest-timeout's defa
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+
+# Test modules are compiled with pytest's assertion rewriting, which caches them as
+# bytecode unless Python is told to write none (PYTHONDONTWRITEBYTECODE, as on CI
+# machines): then every test process rewrites every test module on every run, a second
+# and a half each, and compiles the project's own packages again (their sources are not
+# in site-packages, which `uv sync --compile-bytecode` compiles). Set here, in the first
+# conftest loaded, before tests/conftest.py imports the project: what is imported from
+# here on is cached in __pycache__ (git ignores it), and the manager and worker
+# processes the tests start read it.
+sys.dont_write_bytecode = False
 
 ROOT = Path(__file__).resolve().parent
 

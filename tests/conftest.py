@@ -8,7 +8,6 @@ import concurrent.futures
 import gc
 import os
 import re
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import asynccontextmanager
@@ -30,12 +29,6 @@ from jobnik_manager.settings import Settings
 from .support.api import Api
 from .support.apps import app_on
 from .support.engines import lent_database
-
-# Test modules are compiled with pytest's assertion rewriting, which caches them as
-# bytecode unless Python is told to write none (PYTHONDONTWRITEBYTECODE, as on CI
-# machines): then every test process rewrites every module on every run, a second and a
-# half each. The modules imported from here on are cached in __pycache__ (git ignores it).
-sys.dont_write_bytecode = False
 
 # The local server over its Unix socket where it has one: a round trip costs the test
 # process and the server a fifth less CPU than over TCP on loopback, and the tests make
