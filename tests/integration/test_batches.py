@@ -56,3 +56,31 @@ async def test_batch_report_settles_each_report_on_its_own(api: Api, db: Databas
     summary = (await api.stage(stage["id"]))["summary"]
     assert (summary["completed"], summary["inProgress"], summary["retried"]) == (2, 1, 1)
     await assert_invariants(db)
+
+
+async def test_a_batch_report_without_tasks_settles_alike(api: Api, db: Database) -> None:
+    job = await api.create_job()
+    stage = await api.create_stage(job["id"], unique("brief"))
+    await api.create_tasks(stage["id"], 3, maxAttempts=2)
+    claimed = (
+        await api.call("POST", "/v1/tasks/claim", json={"stageTypes": [stage["type"]], "limit": 3})
+    )["items"]
+    reports = [
+        {"taskId": claimed[0]["id"], "status": "COMPLETED", "leaseId": claimed[0]["leaseId"]},
+        {"taskId": claimed[1]["id"], "status": "COMPLETED", "leaseId": claimed[0]["leaseId"]},
+        {"taskId": claimed[2]["id"], "status": "FAILED", "leaseId": claimed[2]["leaseId"]},
+    ]
+    body = {"reports": reports, "withTasks": False}
+    got = (await api.call("POST", "/v1/tasks/reports", json=body))["items"]
+    # Each outcome names its task; a refusal keeps its error; no task is answered.
+    assert got[0] == {"taskId": claimed[0]["id"]}
+    assert got[1]["taskId"] == claimed[1]["id"] and got[1]["error"]["code"] == "LEASE_LOST"
+    assert got[2] == {"taskId": claimed[2]["id"]}
+    assert [(await api.task(t["id"]))["status"] for t in claimed] == [
+        "COMPLETED",
+        "IN_PROGRESS",
+        "RETRIED",
+    ]
+    await assert_invariants(db)
+    bad = await api.http.post("/v1/tasks/reports", json={**body, "withTasks": "no"})
+    assert (bad.status_code, bad.json()["code"]) == (400, "VALIDATION_ERROR")

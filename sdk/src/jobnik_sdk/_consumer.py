@@ -312,7 +312,11 @@ class ConsumerCalls:
         holds, in order, the task or the error of each (a refused report raises nothing
         and undoes no other). With `with_tasks=False` the tasks are left out of the
         outcomes (`task` is None), sparing the time to read them."""
-        body = {"reports": [{"taskId": str(r.task_id), **r.body()} for r in reports]}
+        body: dict[str, Any] = {
+            "reports": [{"taskId": str(r.task_id), **r.body()} for r in reports]
+        }
+        if not with_tasks:
+            body["withTasks"] = False  # nor does the manager encode them
         response = await self._http.request("POST", "/v1/tasks/reports", json=body, repeatable=True)
         settled = _Settled if with_tasks else _SettledBriefly
         return list(settled.model_validate_json(response.content).items)

@@ -252,6 +252,10 @@ class BatchReportItem(TaskStatusReport):
 
 class BatchReport(Inbound):
     reports: list[BatchReportItem] = Field(min_length=1, max_length=100)
+    # False: each outcome names its task, or its error, without the task as it now is (a
+    # worker that only needs to know that each report stood spares both sides the
+    # tasks' encoding and parsing).
+    with_tasks: StrictBool = True
 
 
 class ProgressReport(Inbound):

@@ -176,15 +176,17 @@ async def report_batch(db: DatabaseDep, payload: BatchReport) -> Response:
     """Settle many tasks in one transaction; each report stands or falls on its own."""
     items = [(item.task_id, _report_of(item)) for item in payload.reports]
     answers = await settle(db, items)
+
+    def outcome(task_id: uuid.UUID, answer: object) -> dict[str, object]:
+        if isinstance(answer, DomainError):
+            error = {"message": answer.message, "code": answer.code}
+            return {"taskId": str(task_id), "error": error}
+        if not payload.with_tasks:
+            return {"taskId": str(task_id)}
+        return {"taskId": str(task_id), "task": task_body(_columns(answer))}
+
     return json_response(
-        {
-            "items": [
-                {"taskId": str(task_id), "error": {"message": answer.message, "code": answer.code}}
-                if isinstance(answer, DomainError)
-                else {"taskId": str(task_id), "task": task_body(_columns(answer))}
-                for (task_id, _), answer in zip(items, answers, strict=True)
-            ]
-        },
+        {"items": [outcome(task_id, a) for (task_id, _), a in zip(items, answers, strict=True)]},
         200,
     )
 
