@@ -84,8 +84,18 @@ async def test_bad_reports(api: Api, db: Database, case: str, body: dict[str, An
     await assert_invariants(db)
 
 
+_TASK = "00000000-0000-4000-8000-000000000000"
+
+
 @pytest.mark.parametrize(
-    "body", [{}, {"reports": []}, {"reports": [{"status": "COMPLETED"}]}, {"reports": "x"}]
+    "body",
+    [
+        {},
+        {"reports": []},
+        {"reports": [{"status": "COMPLETED"}]},
+        {"reports": "x"},
+        {"reports": [{"taskId": _TASK, "status": "COMPLETED"}], "withTasks": "no"},
+    ],
 )
 async def test_bad_batch_reports(api: Api, body: Any) -> None:
     _assert_error(await api.http.post("/v1/tasks/reports", json=body), 400)

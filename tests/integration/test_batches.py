@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from jobnik_manager.db.engine import Database
 
 from ..support.api import Api, unique
@@ -30,7 +32,8 @@ async def test_batch_claim_takes_priority_then_age_across_types(api: Api, db: Da
     await assert_invariants(db)
 
 
-async def test_batch_report_settles_each_report_on_its_own(api: Api, db: Database) -> None:
+@pytest.mark.parametrize("with_tasks", [True, False], ids=["with tasks", "briefly"])
+async def test_a_batch_settles_each_report_alone(api: Api, db: Database, with_tasks: bool) -> None:
     job = await api.create_job()
     stage = await api.create_stage(job["id"], unique("rep"))
     await api.create_tasks(stage["id"], 4, maxAttempts=2)
@@ -44,43 +47,21 @@ async def test_batch_report_settles_each_report_on_its_own(api: Api, db: Databas
         {"taskId": "00000000-0000-4000-8000-000000000000", "status": "COMPLETED"},
         {"taskId": claimed[3]["id"], "status": "COMPLETED", "result": {"ok": True}},
     ]
-    got = (await api.call("POST", "/v1/tasks/reports", json={"reports": reports}))["items"]
+    # `withTasks: false`: the same settling, each outcome answered without its task.
+    body = {"reports": reports} | ({} if with_tasks else {"withTasks": False})
+    got = (await api.call("POST", "/v1/tasks/reports", json=body))["items"]
     assert [r["taskId"] for r in got] == [r["taskId"] for r in reports]
-    assert got[0]["task"]["status"] == "COMPLETED"
-    assert got[1]["error"]["code"] == "LEASE_LOST" and "task" not in got[1]
-    assert got[2]["task"]["status"] == "RETRIED"
-    assert got[3]["error"]["code"] == "TASK_NOT_FOUND"
-    assert got[4]["task"]["result"] == {"ok": True}
+    errors = [r["error"]["code"] if "error" in r else None for r in got]
+    assert errors == [None, "LEASE_LOST", None, "TASK_NOT_FOUND", None]
+    answered = [r["task"]["status"] if "task" in r else None for r in got]
+    if with_tasks:
+        assert answered == ["COMPLETED", None, "RETRIED", None, "COMPLETED"]
+        assert got[4]["task"]["result"] == {"ok": True}
+    else:
+        assert answered == [None] * 5
     # The refused report left its task as it was; the others stand.
     assert (await api.task(claimed[1]["id"]))["status"] == "IN_PROGRESS"
+    assert (await api.task(claimed[3]["id"]))["result"] == {"ok": True}
     summary = (await api.stage(stage["id"]))["summary"]
     assert (summary["completed"], summary["inProgress"], summary["retried"]) == (2, 1, 1)
     await assert_invariants(db)
-
-
-async def test_a_batch_report_without_tasks_settles_alike(api: Api, db: Database) -> None:
-    job = await api.create_job()
-    stage = await api.create_stage(job["id"], unique("brief"))
-    await api.create_tasks(stage["id"], 3, maxAttempts=2)
-    claimed = (
-        await api.call("POST", "/v1/tasks/claim", json={"stageTypes": [stage["type"]], "limit": 3})
-    )["items"]
-    reports = [
-        {"taskId": claimed[0]["id"], "status": "COMPLETED", "leaseId": claimed[0]["leaseId"]},
-        {"taskId": claimed[1]["id"], "status": "COMPLETED", "leaseId": claimed[0]["leaseId"]},
-        {"taskId": claimed[2]["id"], "status": "FAILED", "leaseId": claimed[2]["leaseId"]},
-    ]
-    body = {"reports": reports, "withTasks": False}
-    got = (await api.call("POST", "/v1/tasks/reports", json=body))["items"]
-    # Each outcome names its task; a refusal keeps its error; no task is answered.
-    assert got[0] == {"taskId": claimed[0]["id"]}
-    assert got[1]["taskId"] == claimed[1]["id"] and got[1]["error"]["code"] == "LEASE_LOST"
-    assert got[2] == {"taskId": claimed[2]["id"]}
-    assert [(await api.task(t["id"]))["status"] for t in claimed] == [
-        "COMPLETED",
-        "IN_PROGRESS",
-        "RETRIED",
-    ]
-    await assert_invariants(db)
-    bad = await api.http.post("/v1/tasks/reports", json={**body, "withTasks": "no"})
-    assert (bad.status_code, bad.json()["code"]) == (400, "VALIDATION_ERROR")
