@@ -267,6 +267,43 @@ async def test_against_a_manager_without_long_polls_the_worker_polls() -> None:
     assert fake.calls["claim"] > 2
 
 
+class WithoutBriefReports(FakeJobnik):
+    """A manager from before brief batch reports: `withTasks` is an unknown field to it,
+    and it refuses the whole batch, settling none of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.brief = self.whole = 0
+
+    async def report_many(self, reports: Any, *, with_tasks: bool = True) -> Any:
+        if not with_tasks:
+            self.brief += 1
+            raise JobnikValidationError(
+                "withTasks: Extra inputs are not permitted",
+                status_code=400,
+                code="VALIDATION_ERROR",
+            )
+        self.whole += 1
+        return await super().report_many(reports, with_tasks=True)
+
+
+async def test_against_a_manager_without_brief_reports_the_tasks_are_reported_whole() -> None:
+    fake = WithoutBriefReports()
+
+    async def noop(data: dict[str, Any], ctx: TaskContext) -> None:
+        return None
+
+    async with worker(fake, "whole", noop, concurrency=4):
+        for _ in range(2):
+            job = await one_stage_job(fake, "whole", 5)
+            done = await fake.wait(job.id, timeout=DEADLINE)
+            assert done.status is JobStatus.COMPLETED
+    assert fake.brief == 1, "asked once, then reported whole"
+    assert fake.whole >= 2
+    tasks = (await fake.list_tasks(stage_type="whole")).items
+    assert [(t.status, t.attempts) for t in tasks] == [(TaskStatus.COMPLETED, 0)] * 10
+
+
 class WithoutBatchHeartbeats(FakeJobnik):
     """A manager from before batch heartbeats: the route is not there."""
 

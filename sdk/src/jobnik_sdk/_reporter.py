@@ -14,11 +14,14 @@ from ._attempt import Outcome, bad_result
 from ._backoff import Backoff
 from ._client import ConsumerClient
 from ._clock import SYSTEM_CLOCK, Clock, wait_event
-from ._exceptions import ApiError, JobnikTransportError
+from ._exceptions import ApiError, JobnikTransportError, JobnikValidationError
 from ._logs import Log, TaskIds
 from ._metrics import Meter
 from ._models import Task
 from ._reports import TaskReport
+
+# The field of a brief batch report, which a manager from before it refuses by name.
+_BRIEF = "withTasks"
 
 # What one batch report may carry, by the manager's limits.
 MAX_REPORTS = 100
@@ -90,6 +93,9 @@ class Reporter:
         self._send_now = asyncio.Event()
         self._hurry = False
         self._failures = 0
+        # Answers without the tasks (`withTasks: false`), which nothing here reads, until a
+        # manager from before them refuses the field.
+        self._brief = True
         # Batches out at once: while one is on its way the next fills and goes too.
         self._out = asyncio.Semaphore(BATCHES_IN_FLIGHT)
 
@@ -176,9 +182,15 @@ class Reporter:
             item.tried = True
         try:
             answers = await self._client.report_many(
-                [item.report for item in batch], with_tasks=False
+                [item.report for item in batch], with_tasks=not self._brief
             )
         except (JobnikTransportError, ApiError) as exc:
+            if self._brief and isinstance(exc, JobnikValidationError) and _BRIEF in exc.message:
+                # Refused whole, so nothing was settled: sent again as that manager takes it.
+                self._brief = False
+                self._log.info("the manager answers reports with their tasks (%s)", exc.message)
+                self._again(batch)
+                return
             if isinstance(exc, ApiError) and exc.status_code < 500:
                 self._refused_batch(batch, exc)
             else:
