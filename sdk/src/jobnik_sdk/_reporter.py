@@ -180,15 +180,18 @@ class Reporter:
     async def _send(self, batch: list[_Pending]) -> None:
         for item in batch:
             item.tried = True
+        brief = self._brief
         try:
             answers = await self._client.report_many(
-                [item.report for item in batch], with_tasks=not self._brief
+                [item.report for item in batch], with_tasks=not brief
             )
         except (JobnikTransportError, ApiError) as exc:
-            if self._brief and isinstance(exc, JobnikValidationError) and _BRIEF in exc.message:
-                # Refused whole, so nothing was settled: sent again as that manager takes it.
-                self._brief = False
-                self._log.info("the manager answers reports with their tasks (%s)", exc.message)
+            if brief and isinstance(exc, JobnikValidationError) and _BRIEF in exc.message:
+                # Refused whole, so nothing was settled: sent again as that manager takes
+                # it (so is a second batch that was out, brief, at the same time).
+                if self._brief:
+                    self._brief = False
+                    self._log.info("the manager answers reports with their tasks (%s)", exc.message)
                 self._again(batch)
                 return
             if isinstance(exc, ApiError) and exc.status_code < 500:
