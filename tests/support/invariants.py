@@ -115,11 +115,11 @@ async def _assert_workflows_told(s: Any) -> None:
     marks = await s.execute(select(Workflow.id, Workflow.started_at, Workflow.ended_at))
     for workflow_id, started_at, ended_at in marks:
         kinds = told.pop(workflow_id, [])
-        expected = [STARTED] * (started_at is not None)
-        expected += [k for k in kinds if k in ENDED.values()][:1] if ended_at else []
-        assert kinds == expected and len(kinds) == (started_at is not None) + (
-            ended_at is not None
-        ), f"workflow {workflow_id} told {kinds} (started {started_at}, ended {ended_at})"
+        end = next((k for k in kinds if k in ENDED.values()), None)
+        expected = [STARTED] * (started_at is not None) + [end] * (ended_at is not None)
+        assert kinds == expected and (end is None) == (ended_at is None), (
+            f"workflow {workflow_id} told {kinds} (started {started_at}, ended {ended_at})"
+        )
     assert not told, f"events of workflows not there: {sorted(map(str, told))}"
 
 
