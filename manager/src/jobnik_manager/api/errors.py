@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -154,6 +155,7 @@ def _template(path: str) -> re.Pattern[str]:
 
 _DATABASE_ERRORS = (
     DBAPIError,
+    sqlite3.Error,
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
     asyncpg.InternalClientError,
@@ -202,10 +204,12 @@ def install_error_handlers(app: FastAPI) -> None:
     # Retry-After, so clients and load balancers retry rather than give up. Such errors
     # reach here only once the transaction seam has waited for the database a while
     # (`db.engine`), or at once from a statement that may have run and is not run again
-    # (a claim whose connection broke). The asyncpg errors come from the statements run
-    # on it directly (`db.direct`), as SQLAlchemy's come from the rest; a conflict still
+    # (a claim whose connection broke). The asyncpg and sqlite3 errors come from the
+    # statements run on the drivers directly (`db.direct`, `db.sqlite_writer`), as
+    # SQLAlchemy's come from the rest; a conflict still
     # there after the seam's retries is as passing.
     @app.exception_handler(DBAPIError)
+    @app.exception_handler(sqlite3.Error)
     @app.exception_handler(asyncpg.PostgresError)
     @app.exception_handler(asyncpg.InterfaceError)
     @app.exception_handler(asyncpg.InternalClientError)

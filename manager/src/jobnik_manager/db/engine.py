@@ -29,6 +29,7 @@ from . import json_text
 from .deferred import DeferringSession
 from .direct import BROKEN_CONNECTION, DirectStatement, reset_connection, setup_connection
 from .failures import is_conflict, is_unavailable
+from .sqlite_inline import connector
 from .sqlite_writer import PRAGMAS, SqliteWriter, WriteLock
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def is_sqlite(url: str) -> bool:
 
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     if is_sqlite(url):
-        engine = create_async_engine(url)
+        engine = create_async_engine(url, async_creator=connector(make_url(url).database or ""))
         _configure_sqlite(engine)
         return engine
     # No pre-ping: it would cost a round trip per transaction. A connection found dead on
@@ -94,7 +95,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        # Opened in autocommit mode (`sqlite_inline`): BEGIN is sent here.
         cursor = dbapi_connection.cursor()
         for pragma in PRAGMAS:
             cursor.execute(pragma)
