@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
     import uvicorn
 
+    from .http_protocol import JoinedWritesProtocol
+
     if workers < 1:
         raise SystemExit("--workers takes a number of processes, 1 or more")
     if workers > 1:
@@ -59,6 +61,7 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
                 log_level=settings.log_level,
                 log_config=log_config,
                 lifespan="on",
+                http=JoinedWritesProtocol,
             )
         return
     app = served_app(settings)
@@ -73,6 +76,7 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
         log_level=settings.log_level,
         log_config=log_config,
         lifespan="on",
+        http=JoinedWritesProtocol,
     )
 
 
