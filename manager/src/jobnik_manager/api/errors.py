@@ -206,8 +206,8 @@ def install_error_handlers(app: FastAPI) -> None:
     # (`db.engine`), or at once from a statement that may have run and is not run again
     # (a claim whose connection broke). The asyncpg and sqlite3 errors come from the
     # statements run on the drivers directly (`db.direct`, `db.sqlite_writer`), as
-    # SQLAlchemy's come from the rest; a conflict still
-    # there after the seam's retries is as passing.
+    # SQLAlchemy's come from the rest; a conflict still there after the seam's retries
+    # is as passing.
     @app.exception_handler(DBAPIError)
     @app.exception_handler(sqlite3.Error)
     @app.exception_handler(asyncpg.PostgresError)

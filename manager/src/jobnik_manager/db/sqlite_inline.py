@@ -8,8 +8,8 @@ nothing here: the manager's transactions take turns anyway (`WriteLock`), so no 
 transaction of this process could have run while one waited on its thread.
 
 So this module gives SQLAlchemy's aiosqlite dialect a connection with aiosqlite's
-methods that runs each call at once (`connect`, passed as the engine's
-`async_creator`). What a thread used to absorb is handled here instead:
+methods that runs each call at once (`connector`, the engine's `async_creator`). What
+a thread used to absorb is handled here instead:
 - another process holding the database's write lock (a migration, the CLI): the
   statement is refused at once (no busy timeout on these connections) and tried again
   after a pause that lets the loop go on (`BUSY_PATIENCE` in all), as SQLite's own busy

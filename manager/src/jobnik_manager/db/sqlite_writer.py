@@ -39,9 +39,9 @@ PRAGMAS = (
     "PRAGMA foreign_keys=ON",
     "PRAGMA synchronous=NORMAL",
 )
-# The writer's own, beyond those: pages kept in memory between calls (32 MiB; the default is 2 MiB,
-# less than the claim index and the hot rows of a large queue), and reads through a
-# memory map rather than a read() per page.
+# The writer's own, beyond those: pages kept in memory between calls (32 MiB; the
+# default is 2 MiB, less than the claim index and the hot rows of a large queue), and
+# reads through a memory map rather than a read() per page.
 _WRITER_PRAGMAS = ("PRAGMA cache_size=-32768", "PRAGMA mmap_size=268435456")
 
 
