@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import make_url
+from sqlalchemy import make_url, text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from jobnik_manager.db import migrate, sqlite_inline
 from jobnik_manager.db.engine import Database
@@ -106,3 +107,36 @@ async def test_a_lock_never_let_go_is_the_database_away_and_nothing_is_half_done
     assert dequeued.status_code == 503, dequeued.text
     after = await api.stage(stage["id"])
     assert after["summary"]["total"] == 1 and after["summary"]["pending"] == 1
+
+
+async def test_transactions_one_after_another_let_the_loop_s_other_work_in(url: str) -> None:
+    """The statements never give the loop up, so each transaction does as it begins:
+    a run of transactions (the reaper's batches, the claims of a worker's loop) lets
+    another request's in between, on the writer's connection as in a session."""
+    db = Database(url)
+    order: list[str] = []
+
+    async def select_one(s: AsyncSession) -> None:
+        await s.execute(text("SELECT 1"))
+
+    def read(conn: sqlite3.Connection) -> None:
+        conn.execute("SELECT 1").fetchall()
+
+    async def run_of(name: str, one: Callable[[], Awaitable[object]]) -> None:
+        for i in range(5):
+            await one()
+            order.append(f"{name} {i}")
+
+    try:
+        await asyncio.gather(
+            run_of("direct", lambda: db.sqlite_direct(read)),
+            run_of("other direct", lambda: db.sqlite_direct(read)),
+        )
+        await asyncio.gather(
+            run_of("session", lambda: db.transaction(select_one)),
+            run_of("other session", lambda: db.transaction(select_one)),
+        )
+    finally:
+        await db.dispose()
+    assert order.index("other direct 0") < order.index("direct 4"), order
+    assert order.index("other session 0") < order.index("session 4"), order

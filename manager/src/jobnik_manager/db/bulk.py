@@ -67,6 +67,7 @@ async def insert_many(
         sql = _insert_sql(table, columns, conn.dialect)
         while batch := list(itertools.islice(records, _SLICE)):
             await conn.exec_driver_sql(sql, batch)
+            await asyncio.sleep(0)  # the statements run on the loop's thread (sqlite_inline)
 
 
 async def insert_new(s: AsyncSession, obj: Base) -> None:

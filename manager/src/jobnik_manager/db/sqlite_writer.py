@@ -63,6 +63,11 @@ class WriteLock:
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
+        # A turn of the loop for everything else first: SQLite's statements run on the
+        # loop's thread and never give it up (`sqlite_inline`), so work that runs one
+        # transaction after another (the reaper's batches) would otherwise hold the loop,
+        # and the waiting requests, until it was all done.
+        await asyncio.sleep(0)
         async with self.current():
             yield
 
