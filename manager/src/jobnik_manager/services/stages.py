@@ -29,6 +29,7 @@ from .history import moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
 from .pages import OwnedList, PageRequest, PageResult, matching, paginate
 from .specs import NewStage, NewTask
+from .tasks import TaskFilter, tasks_query
 from .tracing import new_traceparent, new_traceparents
 
 TaskRow = dict[str, Any]
@@ -283,4 +284,4 @@ async def tasks_of_stage(
     s: AsyncSession, stage_id: uuid.UUID, page: PageRequest
 ) -> PageResult[Task]:
     await load_stage(s, stage_id)
-    return await paginate(s, select(Task).where(Task.stage_id == stage_id).order_by(Task.seq), page)
+    return await paginate(s, tasks_query(TaskFilter(stage_id=stage_id)), page)
