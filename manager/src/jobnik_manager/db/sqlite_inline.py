@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -35,7 +35,11 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
     # SQLITE_BUSY and its extended codes, but BUSY_SNAPSHOT: a read transaction that
     # cannot become a write one will not succeed however long it waits.
     code = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF == sqlite3.SQLITE_BUSY and code != 517
+    return (
+        code is not None
+        and code & 0xFF == sqlite3.SQLITE_BUSY
+        and code != sqlite3.SQLITE_BUSY_SNAPSHOT
+    )
 
 
 async def patiently(call: Callable[..., T], *args: Any) -> T:
@@ -90,10 +94,9 @@ class InlineCursor:
         await patiently(self._cursor.execute, sql, parameters)
         return self
 
-    async def executemany(self, sql: str, parameters: Iterable[Any]) -> InlineCursor:
-        # A refused executemany may have run some of its rows: only a whole list can be
-        # sent again.
-        await patiently(self._cursor.executemany, sql, list(parameters))
+    async def executemany(self, sql: str, parameters: Sequence[Any]) -> InlineCursor:
+        # A list (SQLAlchemy sends one), so that a refused call can be sent again whole.
+        await patiently(self._cursor.executemany, sql, parameters)
         return self
 
     async def fetchone(self) -> Any:
@@ -169,7 +172,7 @@ class InlineConnection:
             connection.close()
 
 
-def connector(path: str) -> Callable[[], Any]:
+def connector(path: str) -> Callable[[], Awaitable[InlineConnection]]:
     """The engine's `async_creator` for the database file at `path`: each connection in
     autocommit mode (BEGIN is sent by the engine) with no busy timeout of its own."""
 

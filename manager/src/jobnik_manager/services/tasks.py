@@ -23,8 +23,9 @@ class TaskFilter(OwnedList):
 
 def tasks_query(f: TaskFilter) -> Select[tuple[Task]]:
     """The tasks `f` selects, in their order (a stage's: ix_tasks_stage_id_seq)."""
-    stmt = select(Task).order_by(Task.seq)
-    if f.stage_id is not None:
+    if f.stage_id is None:
+        stmt = select(Task).order_by(Task.seq)
+    else:
         # A stage's tasks in order come from ix_tasks_stage_id_seq alone. With the stage
         # as an equality, PostgreSQL may instead walk every task in `seq` order (the
         # primary key) and filter, when its statistics make the stage's tasks look
