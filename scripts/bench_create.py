@@ -10,8 +10,13 @@ wall time it prints the CPU time the request cost the manager process and, on
 PostgreSQL, the server backends of the benchmark's database (both read from /proc, so
 this runs on Linux with PostgreSQL on the same machine).
 
+With --singles N it times instead N jobs of one task each, created one after another
+(as work trickles in), without and with an Idempotency-Key: the wall time and the CPU
+of one small create, the cost that sits between a new task and the worker it wakes.
+
     uv run python scripts/bench_create.py                      # PostgreSQL, 20,000 tasks
     uv run python scripts/bench_create.py --backend sqlite --tasks 5000
+    uv run python scripts/bench_create.py --singles 2000 --runs 3
 """
 
 from __future__ import annotations
@@ -168,11 +173,37 @@ def run(base: str, probe: CpuProbe, n: int, runs: int) -> None:
             timed(client, probe, "POST /v1/stages/{id}/tasks", n, path, tasks_body, {})
 
 
+def singles(base: str, probe: CpuProbe, n: int, runs: int) -> None:
+    job = {"name": "one", "data": {}, "stages": [{"type": "t", "data": {}, "tasks": tasks(1)}]}
+    body = json.dumps(job).encode()
+    plain = {"content-type": "application/json"}
+    with httpx.Client(base_url=base, timeout=60) as client:
+        for keyed in [False, True] * runs:
+            what = "one-task jobs (key)" if keyed else "one-task jobs"
+            for _ in range(n // 10):  # warm: the statements prepared, the pools full
+                client.post("/v1/jobs", content=body, headers=plain)
+            manager_cpu, db_cpu = probe.sample()
+            started = time.perf_counter()
+            for _ in range(n):
+                headers = {**plain, "Idempotency-Key": str(uuid.uuid4())} if keyed else plain
+                response = client.post("/v1/jobs", content=body, headers=headers)
+                if response.status_code != 201:
+                    raise RuntimeError(f"{what}: {response.status_code} {response.text[:500]}")
+            elapsed = time.perf_counter() - started
+            manager_after, db_after = probe.sample()
+            print(
+                f"{what:<22} {n:>6} {elapsed / n * 1000:6.2f} ms each"
+                f"   CPU per create: manager {(manager_after - manager_cpu) / n * 1000:5.2f} ms,"
+                f" database {(db_after - db_cpu) / n * 1000:5.2f} ms"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
     parser.add_argument("--tasks", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--singles", type=int, default=0, help="time N one-task creates")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.backend == "postgres":
@@ -182,7 +213,10 @@ def main() -> None:
             url = f"sqlite+aiosqlite:///{tmp}/bench.db"
         migrate.upgrade(url)
         with manager(url) as (base, pid):
-            run(base, CpuProbe(pid, url), args.tasks, args.runs)
+            if args.singles:
+                singles(base, CpuProbe(pid, url), args.singles, args.runs)
+            else:
+                run(base, CpuProbe(pid, url), args.tasks, args.runs)
 
 
 if __name__ == "__main__":
