@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import operator
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
+from functools import cache
 from typing import Any, TypeVar, cast
 
 import asyncpg  # type: ignore[import-untyped]
 import orjson
 from sqlalchemy import JSON, Table, insert, text
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.types import TypeEngine
 
 from .models import Base
+from .session_driver import as_sqlalchemy_error, driver_of, run
 
 Converter = Callable[[Any], Any]
 # Up to this many rows go as one plain INSERT; more are streamed (COPY on PostgreSQL).
@@ -31,7 +33,7 @@ R = TypeVar("R")
 
 
 async def insert_many(
-    s: AsyncSession, model: type[Base], rows: Iterable[Mapping[str, Any]]
+    s: AsyncSession, model: type[Base] | Table, rows: Iterable[Mapping[str, Any]]
 ) -> None:
     """Insert `rows` (column name to value; every row names the same columns, in the same
     order) into the model's table, in the session's transaction, in the order given.
@@ -42,11 +44,11 @@ async def insert_many(
     head = list(itertools.islice(iterator, FEW_ROWS + 1))
     if not head:
         return
-    table = cast(Table, model.__table__)
+    table = model if isinstance(model, Table) else cast(Table, model.__table__)
     if len(head) <= FEW_ROWS:
-        # A few rows: one plain multi-row INSERT beats COPY's set-up round trips, which
-        # would otherwise dominate a small create (and the latency of its first task).
-        await s.execute(insert(table), head)
+        # A few rows: plain INSERTs beat COPY's set-up round trips, which would otherwise
+        # dominate a small create (and the latency of its first task).
+        await insert_rows(s, table, head)
         return
     first = head[0]
     iterator = itertools.chain(head[1:], iterator)
@@ -64,7 +66,7 @@ async def insert_many(
     else:
         # SQLite: the driver's own executemany of the converted rows. A Core INSERT of
         # many rows would process every parameter of every row once more in Python.
-        sql = _insert_sql(table, columns, conn.dialect)
+        sql = _statement(table, tuple(columns), conn.dialect).sql
         while batch := list(itertools.islice(records, _SLICE)):
             await conn.exec_driver_sql(sql, batch)
             await asyncio.sleep(0)  # the statements run on the loop's thread (sqlite_inline)
@@ -75,7 +77,56 @@ async def insert_new(s: AsyncSession, obj: Base) -> None:
     of work (which costs several times the statement on a small create); the object
     stays detached, so later changes to it are not saved."""
     table = cast(Table, type(obj).__table__)
-    await s.execute(insert(table), [{c.name: getattr(obj, c.name) for c in table.c}])
+    await insert_rows(s, table, [{c.name: getattr(obj, c.name) for c in table.c}])
+
+
+async def insert_rows(s: AsyncSession, table: Table, rows: list[Mapping[str, Any]]) -> None:
+    """Insert a few `rows` (each naming the columns the first names) into `table`, in the
+    session's transaction, on its driver's connection (db/session_driver.py): values
+    converted as SQLAlchemy binds them, SQL made once per table and columns."""
+    if not rows:
+        return
+    driver = await driver_of(s)
+    if driver is None:
+        # Nothing sent yet: SQLAlchemy begins the transaction with this statement.
+        await s.execute(insert(table), rows)
+        return
+    columns = tuple(rows[0])
+    statement = _statement(table, columns, (await s.connection()).dialect)
+    await run(driver, statement.sql, [statement.record(row) for row in rows])
+
+
+class _Statement:
+    """An INSERT of some columns of a table, in the driver's own parameter style, with
+    the conversions SQLAlchemy would make of their values."""
+
+    def __init__(self, table: Table, columns: tuple[str, ...], dialect: Dialect) -> None:
+        quote = dialect.identifier_preparer.quote
+        names = ", ".join(quote(name) for name in columns)
+        if dialect.paramstyle == "qmark":
+            marks = ", ".join("?" for _ in columns)
+        else:  # asyncpg's numbered parameters, whatever SQLAlchemy's adapter presents
+            marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+        into = dialect.identifier_preparer.format_table(table)
+        self.sql = f"INSERT INTO {into} ({names}) VALUES ({marks})"
+        self._values = operator.itemgetter(*columns)
+        self._one = len(columns) == 1
+        self._converters = [
+            (i, convert)
+            for i, name in enumerate(columns)
+            if (convert := _converter(table.c[name].type, dialect)) is not None
+        ]
+
+    def record(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
+        values = [self._values(row)] if self._one else list(self._values(row))
+        for i, convert in self._converters:
+            values[i] = convert(values[i])
+        return tuple(values)
+
+
+@cache
+def _statement(table: Table, columns: tuple[str, ...], dialect: Dialect) -> _Statement:
+    return _Statement(table, columns, dialect)
 
 
 async def _yielding(records: Iterable[tuple[Any, ...]]) -> AsyncIterator[tuple[Any, ...]]:
@@ -108,18 +159,7 @@ async def _copy(
             table.name, records=records, columns=columns, schema_name=table.schema
         )
     except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        raise _as_sqlalchemy_error(exc, f"COPY {table.name}") from exc
-
-
-def _insert_sql(table: Table, columns: list[str], dialect: Dialect) -> str:
-    if dialect.paramstyle != "qmark":
-        raise NotImplementedError(f"bulk insert with the {dialect.paramstyle} paramstyle")
-    quote = dialect.identifier_preparer.quote
-    names = ", ".join(quote(name) for name in columns)
-    marks = ", ".join("?" for _ in columns)
-    return (
-        f"INSERT INTO {dialect.identifier_preparer.format_table(table)} ({names}) VALUES ({marks})"
-    )
+        raise as_sqlalchemy_error(exc, f"COPY {table.name}") from exc
 
 
 def _record(row: Mapping[str, Any], converters: list[tuple[int, Converter]]) -> tuple[Any, ...]:
@@ -186,20 +226,3 @@ def equal_to_last(process: Callable[[Any], R]) -> Callable[[Any], R]:
         return last_result
 
     return convert
-
-
-def _as_sqlalchemy_error(exc: Exception, statement: str) -> DBAPIError:
-    """The error as SQLAlchemy raises a driver's, so the transaction's retry on deadlock
-    (by SQLSTATE) and the 503 on a lost database treat COPY like any statement."""
-    if isinstance(exc, asyncpg.InterfaceError):
-        return InterfaceError(statement, None, exc)
-    if isinstance(
-        exc,
-        asyncpg.PostgresConnectionError
-        | asyncpg.OperatorInterventionError
-        | asyncpg.InsufficientResourcesError,
-    ):
-        return OperationalError(statement, None, exc)
-    if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
-        return IntegrityError(statement, None, exc)
-    return DBAPIError(statement, None, exc)

@@ -15,6 +15,8 @@ from sqlalchemy import Table, event, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from .bulk import insert_many
+
 _ROWS = "deferred_rows"  # Session.info key: table -> rows, in the order deferred
 
 
@@ -27,12 +29,16 @@ def defer(s: AsyncSession, table: Table, rows: Iterable[Mapping[str, Any]]) -> N
 
 async def write_deferred(s: AsyncSession) -> None:
     """Write the deferred rows now: before a statement that must find them, or that
-    inserts rows whose order must follow theirs (a bulk load of more events)."""
-    if s.info.get(_ROWS):
-        await s.run_sync(_write)
+    inserts rows whose order must follow theirs (a bulk load of more events), and as a
+    transaction of `Database.transaction` is about to commit (on the driver's own
+    connection: db/session_driver.py)."""
+    pending: dict[Table, list[Mapping[str, Any]]] = s.info.pop(_ROWS, {})
+    for table, rows in pending.items():
+        await insert_many(s, table, rows)
 
 
 def _write(session: Session) -> None:
+    # For a session committed some other way: through SQLAlchemy, at its commit.
     pending: dict[Table, list[Mapping[str, Any]]] = session.info.pop(_ROWS, {})
     for table, rows in pending.items():
         if rows:

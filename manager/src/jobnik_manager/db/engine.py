@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import (
 from ..clock import Clock, SystemClock
 from ..domain.auth import acting
 from . import json_text
-from .deferred import DeferringSession
+from .deferred import DeferringSession, write_deferred
 from .direct import BROKEN_CONNECTION, DirectStatement, reset_connection, setup_connection
 from .failures import is_conflict, is_unavailable
 from .sqlite_inline import connector
@@ -270,6 +270,7 @@ class Database:
                     result = await work(session)
                     for hook in self.hooks:
                         await hook.before_commit(session)
+                    await write_deferred(session)
                     committing = True  # leaving the block sends the COMMIT
                 self.committed(session.info)
                 return result

@@ -146,6 +146,11 @@ class InlineConnection:
     def isolation_level(self) -> str | None:
         return self._open().isolation_level
 
+    @property
+    def sqlite(self) -> sqlite3.Connection:
+        """The sqlite3 connection itself, for statements run on it directly."""
+        return self._open()
+
     def cursor(self) -> InlineCursor:
         return InlineCursor(self._open().cursor())
 

@@ -27,6 +27,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..db.session_driver import driver_of, run
 from ..domain.announcements import EVERY, READY_TYPES
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,11 @@ class ReadyWaiters:
         ready = s.info.get(READY_TYPES)
         if ready and s.get_bind().dialect.name == "postgresql":
             payload = ready_payload(ready)
-            await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
+            driver = await driver_of(s)
+            if driver is None:  # nothing sent yet: SQLAlchemy begins with this statement
+                await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
+            else:
+                await run(driver, "SELECT pg_notify($1, $2)", [(CHANNEL, payload)])
 
     def after_commit(self, info: Mapping[str, Any]) -> None:
         ready = info.get(READY_TYPES)

@@ -5,8 +5,9 @@ turns them off whatever else is set. OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBU
 the service (jobnik-manager unless they do).
 
 A request's span continues the trace its `traceparent` header names. Statements that go
-through SQLAlchemy are spans of their own; the few hot-path statements sent on asyncpg
-directly (claims, completions) are not.
+through SQLAlchemy are spans of their own, and a traced engine sends every statement of a
+transaction through it (db/session_driver.py); the few hot-path statements sent on
+asyncpg directly (claims, completions) are not spans.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 
+from ..db.session_driver import through_sqlalchemy
 from .http import RouteTemplates
 
 _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -69,3 +71,4 @@ def trace_database(engine: Any, provider: TracerProvider) -> None:
         # Its declared range stops short of SQLAlchemy 2.1, whose engine events it uses
         # unchanged (the tracing tests show the statements' spans).
         instrumentor.instrument(engine=engine, tracer_provider=provider, skip_dep_check=True)
+    through_sqlalchemy(engine)
