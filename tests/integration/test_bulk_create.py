@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from jobnik_manager.db.bulk import insert_many
+from jobnik_manager.db.bulk import insert_many, insert_rows
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Job, Task
 from jobnik_manager.domain.tasks import DEFAULT_MAX_ATTEMPTS
@@ -249,3 +249,58 @@ async def test_bulk_insert_errors_are_sqlalchemy_errors(db: Database) -> None:
     }
     with pytest.raises(IntegrityError):
         await db.transaction(lambda s: insert_many(s, Task, [row]))
+
+
+async def _begun(s: AsyncSession) -> None:
+    """A statement first, so what follows runs on the driver's own connection (before
+    one, SQLAlchemy's path begins the transaction on PostgreSQL)."""
+    await s.execute(select(1))
+
+
+async def test_rows_inserted_on_the_driver_read_back_as_sqlalchemys(db: Database) -> None:
+    tricky = {"who": "é日本🎉", "big": 2**70, "tiny": 1e-05, "none": None, "deep": [{"x": []}]}
+    through_sqlalchemy = job_row(unique("orm")) | {"data": tricky, "priority_number": 7}
+    on_the_driver = through_sqlalchemy | {"id": uuid.uuid4(), "name": unique("driver")}
+
+    async def both(s: AsyncSession) -> None:
+        await s.execute(insert(Job.__table__), [through_sqlalchemy])
+        await insert_rows(s, Job.__table__, [on_the_driver])  # type: ignore[arg-type]
+
+    await db.transaction(both)
+
+    async def rows(s: AsyncSession) -> dict[str, dict[str, Any]]:
+        found = (await s.execute(select(Job.__table__))).mappings()
+        return {r["name"]: dict(r) for r in found}
+
+    stored = await db.transaction(rows)
+    orm, driver = stored[through_sqlalchemy["name"]], stored[on_the_driver["name"]]
+    assert driver["data"] == tricky
+    assert {**driver, "id": orm["id"], "name": orm["name"]} == orm
+
+
+async def test_driver_inserts_belong_to_their_transaction_and_fail_as_sqlalchemy(
+    db: Database,
+) -> None:
+    gone = job_row(unique("gone"))
+
+    async def fail(s: AsyncSession) -> None:
+        await _begun(s)
+        await insert_rows(s, Job.__table__, [gone])  # type: ignore[arg-type]
+        raise Boom
+
+    with pytest.raises(Boom):
+        await db.transaction(fail)
+
+    async def names(s: AsyncSession) -> list[str]:
+        return list((await s.execute(select(Job.name))).scalars())
+
+    assert await db.transaction(names) == []
+    twice = job_row(unique("twice"))
+
+    async def duplicate(s: AsyncSession) -> None:
+        await _begun(s)
+        await insert_rows(s, Job.__table__, [twice, twice])  # type: ignore[arg-type]
+
+    with pytest.raises(IntegrityError):
+        await db.transaction(duplicate)
+    assert await db.transaction(names) == []
