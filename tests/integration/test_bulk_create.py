@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from jobnik_manager.db.bulk import insert_many, insert_rows
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Job, Task
+from jobnik_manager.db.models import JOBS, Job, Task
 from jobnik_manager.domain.tasks import DEFAULT_MAX_ATTEMPTS
 
 from ..support.api import Api, unique
@@ -263,13 +263,13 @@ async def test_rows_inserted_on_the_driver_read_back_as_sqlalchemys(db: Database
     on_the_driver = through_sqlalchemy | {"id": uuid.uuid4(), "name": unique("driver")}
 
     async def both(s: AsyncSession) -> None:
-        await s.execute(insert(Job.__table__), [through_sqlalchemy])
-        await insert_rows(s, Job.__table__, [on_the_driver])  # type: ignore[arg-type]
+        await s.execute(insert(JOBS), [through_sqlalchemy])
+        await insert_rows(s, JOBS, [on_the_driver])
 
     await db.transaction(both)
 
     async def rows(s: AsyncSession) -> dict[str, dict[str, Any]]:
-        found = (await s.execute(select(Job.__table__))).mappings()
+        found = (await s.execute(select(JOBS))).mappings()
         return {r["name"]: dict(r) for r in found}
 
     stored = await db.transaction(rows)
@@ -285,7 +285,7 @@ async def test_driver_inserts_belong_to_their_transaction_and_fail_as_sqlalchemy
 
     async def fail(s: AsyncSession) -> None:
         await _begun(s)
-        await insert_rows(s, Job.__table__, [gone])  # type: ignore[arg-type]
+        await insert_rows(s, JOBS, [gone])
         raise Boom
 
     with pytest.raises(Boom):
@@ -299,7 +299,7 @@ async def test_driver_inserts_belong_to_their_transaction_and_fail_as_sqlalchemy
 
     async def duplicate(s: AsyncSession) -> None:
         await _begun(s)
-        await insert_rows(s, Job.__table__, [twice, twice])  # type: ignore[arg-type]
+        await insert_rows(s, JOBS, [twice, twice])
 
     with pytest.raises(IntegrityError):
         await db.transaction(duplicate)
