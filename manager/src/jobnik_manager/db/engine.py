@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from ..clock import Clock, SystemClock
+from ..domain.announcements import READY_TYPES
 from ..domain.auth import acting
 from . import json_text
 from .deferred import DeferringSession, write_deferred
@@ -247,7 +248,7 @@ class Database:
         (it may have committed: a create run twice would make two jobs), and the error
         reaches the caller as the database being away.
         """
-        committing = False
+        committing = woke = False
         principal = acting_name()
 
         async def once() -> T:
@@ -259,7 +260,7 @@ class Database:
                 return await in_session()
 
         async def in_session() -> T:
-            nonlocal committing
+            nonlocal committing, woke
             async with self.sessions() as session:
                 session.info[PRINCIPAL] = principal
                 async with session.begin():
@@ -273,9 +274,16 @@ class Database:
                     await write_deferred(session)
                     committing = True  # leaving the block sends the COMMIT
                 self.committed(session.info)
-                return result
+                woke = READY_TYPES in session.info
+            return result
 
-        return await _retried(once, may_replay=lambda: not committing)
+        result = await _retried(once, may_replay=lambda: not committing)
+        if woke:
+            # The claims it woke run up to their statement before the rest of this
+            # request (its answer) does, the write lock let go: the database claims while
+            # the answer is built.
+            await asyncio.sleep(0)
+        return result
 
     def committed(self, info: Mapping[str, Any]) -> None:
         """Run the after-commit hooks: for a transaction, and for work committed outside
