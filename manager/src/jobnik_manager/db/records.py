@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import cache
 from types import SimpleNamespace
 from typing import Any, TypeVar, cast
 
@@ -17,11 +18,19 @@ M = TypeVar("M")
 def model_values(table: Table, r: asyncpg.Record, prefix: str = "") -> dict[str, Any]:
     """The columns of `table` from `r` (named `<prefix><column>`), statuses and priority
     as the enums the columns read back through SQLAlchemy."""
-    values = {c.name: r[prefix + c.name] for c in table.c}
-    for c in table.c:
-        if isinstance(c.type, EnumText):
-            values[c.name] = c.type.coerce(values[c.name])
-    return values
+    return {
+        name: r[key] if coerce is None else coerce(r[key])
+        for name, key, coerce in _columns(table, prefix)
+    }
+
+
+@cache
+def _columns(table: Table, prefix: str) -> tuple[tuple[str, str, Callable[[Any], Any] | None], ...]:
+    """Each column's name, its name in a row, and what reads an enum's value."""
+    return tuple(
+        (c.name, prefix + c.name, c.type.coerce if isinstance(c.type, EnumText) else None)
+        for c in table.c
+    )
 
 
 def detached(model: type[M], values: Mapping[str, Any]) -> M:
