@@ -10,7 +10,9 @@ Starts a real manager process on PostgreSQL per mode, then feeds tasks one at a 
     broker: a deployment without RabbitMQ,
 and prints p50/p95/p99/max of `handler start - task creationTime`. The creation time
 is taken by the manager at the start of the creating transaction, so the figures
-include the commit itself.
+include the commit itself. Each is then split at the task's startTime, taken by the
+manager as its claim's statement is sent: creation to claim (the create's transaction,
+its commit, the wake-up) and claim to handler (the claim, its answer, the Worker).
 
     uv run python scripts/bench_latency.py                 # 500 tasks per mode
     uv run python scripts/bench_latency.py --tasks 1000 --gap-ms 20-200
@@ -97,16 +99,22 @@ def worker_options(mode: str, amqp_url: str) -> dict[str, Any]:
     return {}  # longpoll: the Worker's defaults, without a broker
 
 
+Latencies = dict[str, list[float]]  # ms by leg: "total", "to claim", "claim on"
+
+
 async def run_mode(
     base: str, *, mode: str, amqp_url: str, tasks: int, gap: tuple[float, float]
-) -> list[float]:
-    """Feed `tasks` tasks one by one; return each one's latency in ms."""
+) -> Latencies:
+    """Feed `tasks` tasks one by one; return each one's latency in ms, whole and by leg."""
     stage_type = f"lat-{mode}-{uuid.uuid4().hex[:6]}"
     started: dict[str, float] = {}
+    claimed: dict[str, float] = {}
     done = asyncio.Event()
 
     async def handle(data: dict[str, Any], ctx: TaskContext) -> None:
         started[str(ctx.task.id)] = time.time()
+        assert ctx.task.start_time is not None
+        claimed[str(ctx.task.id)] = _timestamp(ctx.task.start_time)
         if len(started) >= tasks:
             done.set()
 
@@ -133,7 +141,11 @@ async def run_mode(
                 created[str(task.id)] = _timestamp(task.creation_time)
                 await asyncio.sleep(random.uniform(*gap))
             await asyncio.wait_for(done.wait(), timeout=120)
-    return [(started[t] - created[t]) * 1000 for t in created]
+    return {
+        "total": [(started[t] - created[t]) * 1000 for t in created],
+        "to claim": [(claimed[t] - created[t]) * 1000 for t in created],
+        "claim on": [(started[t] - claimed[t]) * 1000 for t in created],
+    }
 
 
 def _timestamp(value: datetime) -> float:
@@ -178,8 +190,12 @@ async def main() -> None:
             )
     print(f"creation -> handler start, ms ({args.tasks} tasks each, gaps {args.gap_ms} ms)")
     print(f"  {'mode':<22}{'tasks':>6}{'p50':>10}{'p95':>10}{'p99':>10}{'max':>10}")
-    for mode, ms in latencies.items():
-        print(describe(MODES[mode], ms))
+    for mode, legs in latencies.items():
+        print(describe(MODES[mode], legs["total"]))
+    print("by leg: creation -> claim (startTime), claim -> handler start")
+    for mode, legs in latencies.items():
+        print(describe(f"{mode}: to claim", legs["to claim"]))
+        print(describe(f"{mode}: claim on", legs["claim on"]))
 
 
 if __name__ == "__main__":
