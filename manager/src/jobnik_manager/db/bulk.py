@@ -92,7 +92,7 @@ async def insert_rows(s: AsyncSession, table: Table, rows: list[Mapping[str, Any
         await s.execute(insert(table), rows)
         return
     columns = tuple(rows[0])
-    statement = _statement(table, columns, (await s.connection()).dialect)
+    statement = _statement(table, columns, s.get_bind().dialect)
     await run(driver, statement.sql, [statement.record(row) for row in rows])
 
 
