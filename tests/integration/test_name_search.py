@@ -40,7 +40,7 @@ async def test_a_bad_search_answers_400(api: Api, bad: str) -> None:
 @pytest.mark.postgres_only
 async def test_postgresql_searches_names_through_their_trigrams(pg_db: Database) -> None:
     async with pg_db.engine.connect() as conn:
-        await conn.execute(text("SET enable_seqscan = off"))  # a table this small: forced
+        await conn.execute(text("SET LOCAL enable_seqscan = off"))  # a table this small: forced
         plan = "\n".join(
             r[0]
             for r in await conn.execute(

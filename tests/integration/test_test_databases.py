@@ -1,18 +1,21 @@
 """The tests' databases: every table emptied before each test (tests/conftest.py), on
 engines kept per process and lent to one test at a time (tests/support/engines.py): a
-test's database has none of the rows or connections an earlier test left, nor the
-listeners or options it left on the engine."""
+test's database has none of the rows an earlier test left, nor the listeners or options
+it left on the engine, nor a connection it left out or the server closed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
-from sqlalchemy import event, func, inspect, select, table, text
+from sqlalchemy import event, func, inspect, make_url, select, table, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from jobnik_manager.clock import ManualClock
+from jobnik_manager.db.engine import CLOCK, Database
 from jobnik_manager.domain.auth import Role
 from jobnik_manager.services import tokens
 from jobnik_manager.services.jobs import create_job
@@ -29,7 +32,7 @@ def _noop(*_: Any) -> None:
     pass
 
 
-async def test_a_returned_engine_is_lent_again_closed_and_on_the_new_databases_clock(
+async def test_a_returned_engine_is_lent_again_on_the_new_databases_clock(
     database_url: str,
 ) -> None:
     async with lent_database(database_url, pool_size=POOL) as first:
@@ -40,10 +43,55 @@ async def test_a_returned_engine_is_lent_again_closed_and_on_the_new_databases_c
     clock = ManualClock()
     async with lent_database(database_url, pool_size=POOL, clock=clock) as second:
         assert second.engine is engine
-        assert engine.sync_engine.pool.checkedin() == 0  # closed with the first
+        # PostgreSQL's connection is lent with it; SQLite's was closed with the first.
+        assert engine.sync_engine.pool.checkedin() == (0 if second.is_sqlite else 1)
         assert second.clock is clock and first.clock is not clock
         assert second.sessions.kw["bind"] is engine
+        assert await second.transaction(_clock_of) is clock
         await second.ping()
+
+
+async def _clock_of(session: Any) -> Any:
+    return session.info[CLOCK]
+
+
+async def _backend_pid(database: Database) -> int:
+    async with database.engine.connect() as conn:
+        return int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+
+
+@pytest.mark.postgres_only
+async def test_a_connection_the_server_closed_is_not_lent_again(postgres_url: str) -> None:
+    async with lent_database(postgres_url, pool_size=POOL) as first:
+        pid = await _backend_pid(first)
+    admin = await asyncpg.connect(
+        make_url(postgres_url).set(drivername="postgresql").render_as_string(False)
+    )
+    try:
+        # Returns once the process has ended (PostgreSQL 14 and later).
+        assert await admin.fetchval("SELECT pg_terminate_backend($1, 5000)", pid)
+    finally:
+        await admin.close()
+    await asyncio.sleep(0.05)  # the closed socket's EOF read by this loop
+    async with lent_database(postgres_url, pool_size=POOL) as second:
+        assert second.engine is first.engine
+        assert second.engine.sync_engine.pool.checkedin() == 0  # closed, and a new pool
+        assert await _backend_pid(second) != pid
+
+
+@pytest.mark.postgres_only
+async def test_a_database_left_with_a_connection_out_is_closed(postgres_url: str) -> None:
+    async with lent_database(postgres_url, pool_size=POOL) as first:
+        await first.ping()
+        left = await first.engine.connect()
+    try:
+        async with lent_database(postgres_url, pool_size=POOL) as second:
+            assert second.engine is first.engine
+            assert second.engine.sync_engine.pool.checkedin() == 0
+            assert second.connections_in_use() == 0
+            await second.ping()
+    finally:
+        await left.close()
 
 
 async def test_databases_lent_at_once_have_engines_of_their_own(database_url: str) -> None:

@@ -229,6 +229,14 @@ class Database:
         view._set_hooks((*self.hooks, *hooks))
         return view
 
+    def with_clock(self, clock: Clock) -> Database:
+        """This database on `clock`: the same engine and pools (disposing either disposes
+        both), this one left as it is."""
+        view = copy.copy(self)
+        view.clock = clock
+        view._set_hooks(self.hooks)
+        return view
+
     @property
     def is_sqlite(self) -> bool:
         return is_sqlite(self.url)
@@ -394,6 +402,15 @@ class Database:
     async def ping(self) -> None:
         async with self.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
+
+    def connections_in_use(self) -> int:
+        """How many connections are out of this database's pools now (the engine's and,
+        on PostgreSQL, the direct statements')."""
+        pool: Any = self.engine.sync_engine.pool
+        out = int(pool.checkedout())
+        for direct in self._direct_pools.values():
+            out += direct.get_size() - direct.get_idle_size()
+        return out
 
     async def dispose(self) -> None:
         await self.engine.dispose()
