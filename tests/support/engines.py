@@ -3,20 +3,19 @@ engine compiles each statement on its first use and keeps it (SQLAlchemy's compi
 cache): with an engine of their own, a thousand tests compiled the same statements a
 thousand times, a tenth of the fast tier's time.
 
-On PostgreSQL the database is lent with its connections open (the engine's pool and the
-direct statements' pools): a new server process cost PostgreSQL about 5 ms of CPU to
-start, load the tables' catalog entries and prepare each statement again, and the test
-process 1.3 ms to connect, which every test paid (the server's CPU was a fifth of the
-fast tier's). The connections need their event loop to outlive a test: the tests share
-one loop per process (pyproject.toml). A database a test left with a connection checked
-out, or with one the server has closed, is disposed of instead, and so is one lent on a
-loop that has ended. A session setting a test SETs would outlive it on its connection:
-tests use SET LOCAL.
-
-On SQLite, and whenever a database is disposed of, the engine's connections are closed
-when the test ends and the engine is kept with a new, empty pool. An engine whose state a
-test changed (a listener left on it, on its pool or dialect, other execution options or
-another pool) is not lent again: the next test makes a new one."""
+The database is lent with its connections open (the engine's pool, and the SQLite
+writer's or the direct statements' pools): a new PostgreSQL server process cost the
+server about 5 ms of CPU to start, load the tables' catalog entries and prepare each
+statement again, and the test process 1.3 ms to connect, which every test paid (the
+server's CPU was a fifth of the fast tier's); SQLite's connections cost about 3 ms a
+test to open and close. PostgreSQL's connections need their event loop to outlive a
+test: the tests share one loop per process (pyproject.toml). A database a test left with
+a connection checked out, or with one the server has closed, is disposed of instead (its
+connections closed, the engine kept with a new, empty pool), and one lent on a loop that
+has ended is dropped. A session setting a test SETs would outlive it on its connection:
+tests use SET LOCAL. An engine whose state a test changed (a listener left on it, on its
+pool or dialect, other execution options or another pool) is not lent again: the next
+test makes a new one."""
 
 from __future__ import annotations
 
@@ -72,7 +71,9 @@ async def _reopened(key: _Key, loop: asyncio.AbstractEventLoop) -> Database | No
     kept, its_loop = _open.pop(key, (None, None))
     if kept is None or its_loop is not loop:
         return None  # a loop that has ended took its connections with it
-    if kept.connections_in_use() == 0 and not _closed_by_the_server(kept.engine):
+    if kept.connections_in_use() == 0 and not (
+        not kept.is_sqlite and _closed_by_the_server(kept.engine)
+    ):
         return kept
     await kept.dispose()
     _idle[key] = kept.engine
@@ -101,7 +102,7 @@ async def lent_database(
     finally:
         if engine_state(engine) != state:
             await database.dispose()  # and the engine is dropped
-        elif database.is_sqlite or database.connections_in_use():
+        elif database.connections_in_use():
             await database.dispose()
             _idle[key] = engine
         else:
