@@ -133,6 +133,7 @@ async def _three_tasks_for_three_waiting_claims(
         await asyncio.gather(listener, *waiting, return_exceptions=True)
 
 
+@pytest.mark.e2e  # a manager process of its own
 async def test_a_long_poll_whose_client_left_holds_up_no_stopping_manager(
     postgres_url: str, tmp_path: Path
 ) -> None:
