@@ -22,7 +22,7 @@ from sqlalchemy import make_url
 
 from jobnik_manager.clock import Clock, SystemClock
 from jobnik_manager.db import migrate
-from jobnik_manager.db.engine import Database
+from jobnik_manager.db.engine import Database, asyncpg_dsn
 from jobnik_manager.domain.auth import Role
 from jobnik_manager.observe import metrics as manager_metrics
 from jobnik_manager.services import tokens
@@ -57,8 +57,7 @@ def database_named(url: str, name: str) -> str:
 
 
 async def _admin(url: str, *statements: str) -> None:
-    dsn = make_url(database_named(url, "postgres")).set(drivername="postgresql")
-    conn = await asyncpg.connect(dsn.render_as_string(hide_password=False), timeout=5)
+    conn = await asyncpg.connect(asyncpg_dsn(database_named(url, "postgres")), timeout=5)
     try:
         for statement in statements:
             await conn.execute(statement)

@@ -10,10 +10,10 @@ from typing import Any
 
 import asyncpg
 import pytest
-from sqlalchemy import make_url, text
+from sqlalchemy import text
 
 from jobnik_manager.db.claim import claim_statement
-from jobnik_manager.db.engine import Database
+from jobnik_manager.db.engine import Database, asyncpg_dsn
 from jobnik_manager.dispatch.outbox import Outbox
 from jobnik_manager.services import claims
 
@@ -29,8 +29,7 @@ async def _terminate_other_backends(db: Database) -> int:
     pools, which lose all theirs), and wait until they are gone and this process has
     seen them close (a connection not yet seen closed is one a statement may be sent
     on)."""
-    dsn = make_url(db.url).set(drivername="postgresql").render_as_string(hide_password=False)
-    conn = await asyncpg.connect(dsn)
+    conn = await asyncpg.connect(asyncpg_dsn(db.url))
     try:
         # Each terminated process waited for, up to 5 s (PostgreSQL 14 and later).
         killed = await conn.fetchval(

@@ -11,11 +11,11 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
-from sqlalchemy import event, func, inspect, make_url, select, table, text
+from sqlalchemy import event, func, inspect, select, table, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from jobnik_manager.clock import ManualClock
-from jobnik_manager.db.engine import CLOCK, Database
+from jobnik_manager.db.engine import CLOCK, Database, asyncpg_dsn
 from jobnik_manager.domain.auth import Role
 from jobnik_manager.services import tokens
 from jobnik_manager.services.jobs import create_job
@@ -63,9 +63,7 @@ async def _backend_pid(database: Database) -> int:
 async def test_a_connection_the_server_closed_is_not_lent_again(postgres_url: str) -> None:
     async with lent_database(postgres_url, pool_size=POOL) as first:
         pid = await _backend_pid(first)
-    admin = await asyncpg.connect(
-        make_url(postgres_url).set(drivername="postgresql").render_as_string(False)
-    )
+    admin = await asyncpg.connect(asyncpg_dsn(postgres_url))
     try:
         # Returns once the process has ended (PostgreSQL 14 and later).
         assert await admin.fetchval("SELECT pg_terminate_backend($1, 5000)", pid)

@@ -44,6 +44,12 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
+def asyncpg_dsn(url: str) -> str:
+    """The database URL `url` (SQLAlchemy's, `postgresql+asyncpg://...`) as asyncpg takes
+    it, password included."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     if is_sqlite(url):
         engine = create_async_engine(url, async_creator=connector(make_url(url).database or ""))
@@ -381,7 +387,6 @@ class Database:
         # a report at 100,000 tasks, where the key lookup takes 0.1 ms).
         async with self._direct_pool_opening:
             if durable not in self._direct_pools:
-                dsn = make_url(self.url).set(drivername="postgresql")
                 settings = {
                     "enable_bitmapscan": "off",
                     "enable_seqscan": "off",
@@ -390,7 +395,7 @@ class Database:
                 if not durable:
                     settings["synchronous_commit"] = "off"
                 self._direct_pools[durable] = await asyncpg.create_pool(
-                    dsn.render_as_string(hide_password=False),
+                    asyncpg_dsn(self.url),
                     min_size=0,
                     max_size=self._pool_size,
                     init=setup_connection,

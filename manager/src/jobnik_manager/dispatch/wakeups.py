@@ -24,9 +24,9 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..db.engine import asyncpg_dsn
 from ..db.session_driver import driver_of, run
 from ..domain.announcements import EVERY, READY_TYPES
 
@@ -140,10 +140,6 @@ def parse_ready(payload: str) -> dict[str, int] | None:
     return ready
 
 
-def _asyncpg_dsn(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 async def listen(url: str, waiters: ReadyWaiters, own: Container[int] = ()) -> None:
     """Wake this process's waiters on every other replica's NOTIFY, reconnecting as
     needed. `own`: the server process ids of this process's connections (kept up to
@@ -167,7 +163,7 @@ async def _listening(
     url: str, waiters: ReadyWaiters, own: Container[int]
 ) -> AsyncIterator[asyncio.Event]:
     closed = asyncio.Event()
-    conn = await asyncpg.connect(_asyncpg_dsn(url))
+    conn = await asyncpg.connect(asyncpg_dsn(url))
     try:
         conn.add_termination_listener(lambda _c: closed.set())
 
