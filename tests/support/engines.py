@@ -50,11 +50,14 @@ def engine_state(engine: AsyncEngine) -> tuple[Any, ...]:
     return listeners, sync._execution_options, sync.echo, limits
 
 
-def _closed_by_the_server(engine: AsyncEngine) -> bool:
-    """Whether a connection idle in the engine's pool has been closed under it (a test
-    terminated its server process): SQLAlchemy would hand it out as it is. The direct
-    statements' pools (asyncpg's) open a new connection for a closed one themselves."""
-    pool: Any = engine.sync_engine.pool
+def _closed_by_the_server(database: Database) -> bool:
+    """Whether a PostgreSQL connection idle in the engine's pool has been closed under it
+    (a test terminated its server process): SQLAlchemy would hand it out as it is. The
+    direct statements' pools (asyncpg's) open a new connection for a closed one
+    themselves; SQLite has no server."""
+    if database.is_sqlite:
+        return False
+    pool: Any = database.engine.sync_engine.pool
     # The idle connections: SQLAlchemy has no public view of them (its asyncio queue
     # keeps them in an asyncio.Queue; tests/integration/test_test_databases.py fails if
     # that changes).
@@ -71,9 +74,7 @@ async def _reopened(key: _Key, loop: asyncio.AbstractEventLoop) -> Database | No
     kept, its_loop = _open.pop(key, (None, None))
     if kept is None or its_loop is not loop:
         return None  # a loop that has ended took its connections with it
-    if kept.connections_in_use() == 0 and not (
-        not kept.is_sqlite and _closed_by_the_server(kept.engine)
-    ):
+    if kept.connections_in_use() == 0 and not _closed_by_the_server(kept):
         return kept
     await kept.dispose()
     _idle[key] = kept.engine
