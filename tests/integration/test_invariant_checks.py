@@ -5,6 +5,7 @@ both backends, while the same job left as its moves made it passes."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -12,7 +13,7 @@ import pytest
 from sqlalchemy import delete, insert, update
 
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Stage, Task, WorkflowEvent
+from jobnik_manager.db.models import Event, Stage, Task, WorkflowEvent
 from jobnik_manager.domain.workflows import STARTED
 
 from ..support.api import Api, unique
@@ -82,3 +83,14 @@ async def test_a_workflow_told_otherwise_than_its_marks_fails_the_check(
         await db.transaction(lambda s: s.execute(gone))
     with pytest.raises(AssertionError, match=f"workflow {workflow_id} told"):
         await assert_invariants(db)
+
+
+async def test_an_event_of_a_job_that_is_gone_fails_the_check(pg_db: Database) -> None:
+    # PostgreSQL holds no event to its job by a foreign key (SQLite does): a delete that
+    # forgot a job's events would leave them behind.
+    await assert_invariants(pg_db)
+    gone = {"job_id": uuid.uuid4(), "entity": "JOB", "entity_id": uuid.uuid4()}
+    orphan = insert(Event).values(**gone, time=datetime.now(UTC))
+    await pg_db.transaction(lambda s: s.execute(orphan))
+    with pytest.raises(AssertionError, match=r"events of job .* which is gone"):
+        await assert_invariants(pg_db)

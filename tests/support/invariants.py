@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, case, false, func, literal, or_, select
 
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Job, Stage, Task, Workflow, WorkflowEvent
+from jobnik_manager.db.models import Event, Job, Stage, Task, Workflow, WorkflowEvent
 from jobnik_manager.domain.statuses import (
     CLAIMING_JOB_STATUSES,
     JobStatus,
@@ -42,7 +42,8 @@ async def assert_invariants(db: Database) -> None:
     only completed stages, and tasks completed or cancelled; jobs and stages carry an
     end time exactly when final, a start time once running, and a failed job its reason
     and the stage that failed it; a workflow's start and end are each told once, as its
-    marks say."""
+    marks say; no event or task outlives its job (PostgreSQL holds neither to it by a
+    foreign key)."""
     async with db.sessions() as s:
         stages = {st.id: st for st in (await s.execute(select(Stage))).scalars()}
         jobs = {j.id: j for j in (await s.execute(select(Job))).scalars()}
@@ -102,6 +103,10 @@ async def assert_invariants(db: Database) -> None:
                 if job.failed_stage_id is not None:  # a failure, not a deadline
                     assert stages[job.failed_stage_id].status is StageStatus.FAILED
         await _assert_workflows_told(s)
+        for model in (Event, Task):
+            gone = ~select(Job.id).where(Job.id == model.job_id).exists()
+            orphan = (await s.execute(select(model.job_id).where(gone).limit(1))).first()
+            assert orphan is None, f"{model.__tablename__} of job {orphan[0]}, which is gone"
 
 
 async def _assert_workflows_told(s: Any) -> None:

@@ -13,7 +13,7 @@ from jobnik_protocol.wire import SystemReason
 
 from ..db.bulk import insert_new
 from ..db.engine import now_in
-from ..db.models import DeadLetterDiscard, Job, JobAsset, Stage, Task
+from ..db.models import DeadLetterDiscard, Event, Job, JobAsset, Stage, Task
 from ..domain.errors import RuleViolation
 from ..domain.moves import JOB_CREATED, job_move
 from ..domain.progress import job_percentage, resumed_job_status
@@ -212,7 +212,10 @@ async def delete_job(s: AsyncSession, job_id: uuid.UUID) -> None:
             f"Job is {job.status}; only a COMPLETED, FAILED or ABORTED job can be deleted",
             code="JOB_NOT_IN_FINITE_STATE",
         )
-    # Explicit deletes, children first, so the cascade does not depend on the driver.
+    # Explicit deletes, children first: events and tasks have no foreign key to their
+    # job on PostgreSQL (db/models.py, `_job_key`), and the rest need not depend on the
+    # driver's cascade.
+    await s.execute(delete(Event).where(Event.job_id == job_id))
     await s.execute(delete(Task).where(Task.job_id == job_id))
     await s.execute(delete(Stage).where(Stage.job_id == job_id))
     await s.execute(delete(JobAsset).where(JobAsset.job_id == job_id))
