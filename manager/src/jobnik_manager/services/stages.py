@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -154,7 +155,7 @@ async def insert_tasks(
             )
         return min((t for t in (task.expires_at, job.expires_at) if t is not None), default=None)
 
-    ids = [task.id or made for task, made in zip(new, _new_ids(len(new)), strict=True)]
+    ids = [task.id or made for task, made in zip(new, new_task_ids(len(new)), strict=True)]
     stage_id, job_id, stage_type = stage.id, job.id, stage.type
     spans, policy = new_traceparents(stage.traceparent), stage.retry_policy
     rows: list[TaskRow] = []
@@ -200,11 +201,21 @@ async def insert_tasks(
     return rows
 
 
-def _new_ids(n: int) -> list[uuid.UUID]:
-    """n random (version 4) UUIDs from one read of the system's randomness, a third
-    cheaper than n calls of uuid4()."""
-    pool = os.urandom(16 * n)
-    return [uuid.UUID(bytes=pool[i : i + 16], version=4) for i in range(0, 16 * n, 16)]
+def new_task_ids(n: int) -> list[uuid.UUID]:
+    """n new ids in ascending order, time-ordered (RFC 9562's version 7): the creation's
+    millisecond, then a counter from a random start (30 bits, across the version's
+    `rand_a` and the top of `rand_b`), then 44 random bits. The unique index on tasks'
+    ids then takes a create's ids at its right edge, a page after another, instead of
+    on a random page each (a third of a large create's COPY, more as history grows)."""
+    head = (time.time_ns() // 1_000_000) << 80 | 0x7 << 76 | 0b10 << 62
+    start = int.from_bytes(os.urandom(4)) >> 3  # 2^29 more ids fit before 2^30
+    noise = os.urandom(6 * n)
+    ids = []
+    for i in range(n):
+        count = start + i
+        low = int.from_bytes(noise[6 * i : 6 * i + 6]) >> 4
+        ids.append(uuid.UUID(int=head | (count >> 18) << 64 | (count & 0x3FFFF) << 44 | low))
+    return ids
 
 
 async def add_tasks(s: AsyncSession, stage_id: uuid.UUID, new: Sequence[NewTask]) -> list[TaskRow]:
