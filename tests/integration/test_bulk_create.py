@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import Table, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from jobnik_manager.db.bulk import insert_many, insert_rows
+from jobnik_manager.db.bulk import _needs_null, insert_alike, insert_many, insert_rows
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import JOBS, Job, Task
 from jobnik_manager.domain.tasks import DEFAULT_MAX_ATTEMPTS
@@ -304,3 +304,35 @@ async def test_driver_inserts_belong_to_their_transaction_and_fail_as_sqlalchemy
     with pytest.raises(IntegrityError):
         await db.transaction(duplicate)
     assert await db.transaction(names) == []
+
+
+async def test_rows_alike_store_what_they_were_given(db: Database) -> None:
+    """`insert_alike` converts what the rows share once and leaves out a column NULL in
+    every row: what is stored is what each row, written out whole, says."""
+    shared = job_row(unique("alike"))
+    varying = ("id", "name", "data", "tracestate", "partial")
+    same = {k: v for k, v in shared.items() if k not in varying} | {"not_before": None}
+    values = [
+        (uuid.uuid4(), f"{shared['name']}-{i:03}", {"i": i, "s": "é"}, None, i % 2 == 0)
+        for i in range(120)  # more than a plain INSERT takes: the bulk path
+    ]
+    await db.transaction(lambda s: insert_alike(s, Job, same, varying, values))
+
+    async def read(s: AsyncSession) -> list[tuple[Any, ...]]:
+        columns = (Job.id, Job.name, Job.data, Job.tracestate, Job.partial, Job.not_before)
+        rows = await s.execute(
+            select(*columns, Job.priority, Job.creation_time)
+            .where(Job.name.like(f"{shared['name']}-%"))
+            .order_by(Job.name)
+        )
+        return [tuple(row) for row in rows]
+
+    assert await db.transaction(read) == [
+        (*row, None, "MEDIUM", shared["creation_time"]) for row in values
+    ]
+
+
+def test_a_column_left_out_takes_its_server_default_so_only_those_without_one_are() -> None:
+    jobs = cast(Table, Job.__table__)
+    assert _needs_null(jobs, "partial")  # server default false: a NULL must be written
+    assert not _needs_null(jobs, "reason")

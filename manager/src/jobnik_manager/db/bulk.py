@@ -10,7 +10,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 import operator
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from functools import cache
 from typing import Any, TypeVar, cast
 
@@ -54,12 +62,75 @@ async def insert_many(
     iterator = itertools.chain(head[1:], iterator)
     columns = list(first)
     conn = await s.connection()
-    converters = [
-        (i, convert)
-        for i, name in enumerate(columns)
-        if (convert := _converter(table.c[name].type, conn.dialect)) is not None
-    ]
+    converters = _converters(table, columns, conn.dialect)
     records = (_record(row, converters) for row in itertools.chain((first,), iterator))
+    await _stream(s, conn, table, columns, records)
+
+
+async def insert_alike(
+    s: AsyncSession,
+    model: type[Base] | Table,
+    same: Mapping[str, Any],
+    varying: Sequence[str],
+    values: Sequence[Sequence[Any]],
+) -> None:
+    """Insert a row per item of `values` (the values of the `varying` columns, in that
+    order), each with the values of `same` in its other columns, in the session's
+    transaction, in the order given. What all the rows share is converted once: the
+    rows of a create differ in a few columns of many."""
+    table = model if isinstance(model, Table) else cast(Table, model.__table__)
+    if len(values) <= FEW_ROWS:
+        await insert_rows(
+            s, table, [{**same, **dict(zip(varying, v, strict=True))} for v in values]
+        )
+        return
+    # A column NULL in every row is left to its default (NULL): fewer values to encode.
+    same = {k: v for k, v in same.items() if v is not None or _needs_null(table, k)}
+    kept = [
+        i
+        for i, name in enumerate(varying)
+        if _needs_null(table, name) or any(row[i] is not None for row in values)
+    ]
+    varying = [varying[i] for i in kept]
+    pick = _picker(kept)
+    conn = await s.connection()
+    dialect = conn.dialect
+    fixed = _record(same, _converters(table, list(same), dialect))
+    converters = _converters(table, varying, dialect)
+
+    def record(row: Sequence[Any]) -> tuple[Any, ...]:
+        picked = pick(row)
+        if not converters:
+            return fixed + picked
+        values = list(picked)
+        for i, convert in converters:
+            values[i] = convert(values[i])
+        return fixed + tuple(values)
+
+    await _stream(s, conn, table, [*same, *varying], map(record, values))
+
+
+def _picker(indexes: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """A sequence's items at `indexes`, as a tuple."""
+    if len(indexes) > 1:
+        return cast(Callable[[Sequence[Any]], tuple[Any, ...]], operator.itemgetter(*indexes))
+    return lambda row: tuple(row[i] for i in indexes)
+
+
+def _needs_null(table: Table, name: str) -> bool:
+    """Whether a NULL must be written to the column: left out of a COPY or a driver's
+    INSERT, it takes its server default, if it has one (a model's Python default only
+    applies to SQLAlchemy's own INSERTs)."""
+    return table.c[name].server_default is not None
+
+
+async def _stream(
+    s: AsyncSession,
+    conn: AsyncConnection,
+    table: Table,
+    columns: list[str],
+    records: Iterator[tuple[Any, ...]],
+) -> None:
     # Converting 100,000 rows takes a while: the event loop is let in every `_SLICE`.
     if conn.dialect.driver == "asyncpg":
         await _copy(s, conn, table, columns, _yielding(records))
@@ -70,6 +141,17 @@ async def insert_many(
         while batch := list(itertools.islice(records, _SLICE)):
             await conn.exec_driver_sql(sql, batch)
             await asyncio.sleep(0)  # the statements run on the loop's thread (sqlite_inline)
+
+
+def _converters(
+    table: Table, columns: Sequence[str], dialect: Dialect
+) -> list[tuple[int, Converter]]:
+    """Each column's conversion of its values (as SQLAlchemy binds them), where it has one."""
+    return [
+        (i, convert)
+        for i, name in enumerate(columns)
+        if (convert := _converter(table.c[name].type, dialect)) is not None
+    ]
 
 
 async def insert_new(s: AsyncSession, obj: Base) -> None:
@@ -111,11 +193,7 @@ class _Statement:
         self.sql = f"INSERT INTO {into} ({names}) VALUES ({marks})"
         self._values = operator.itemgetter(*columns)
         self._one = len(columns) == 1
-        self._converters = [
-            (i, convert)
-            for i, name in enumerate(columns)
-            if (convert := _converter(table.c[name].type, dialect)) is not None
-        ]
+        self._converters = _converters(table, columns, dialect)
 
     def record(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
         values = [self._values(row)] if self._one else list(self._values(row))

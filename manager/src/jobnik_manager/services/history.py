@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from sqlalchemy import ColumnElement, and_, false, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.bulk import FEW_ROWS, insert_many
+from ..db.bulk import FEW_ROWS, insert_alike
 from ..db.deferred import defer, write_deferred
 from ..db.engine import principal_in
 from ..db.models import EVENTS, Event, Job, Stage, Task
@@ -63,22 +63,29 @@ async def tasks_created(
     commit; many are streamed into one bulk insert (COPY on PostgreSQL) after them, so
     the log keeps its order: a create may carry tens of thousands of tasks."""
     principal = principal_in(s)
-    rows = (
-        TASK_CREATED.event(
-            job_id=job_id,
-            entity_id=task_id,
-            stage_id=stage_id,
-            attempt=0,
-            now=now,
-            principal=principal,
-        )
-        for task_id in task_ids
-    )
     if len(task_ids) <= FEW_ROWS:
+        rows = (
+            TASK_CREATED.event(
+                job_id=job_id,
+                entity_id=task_id,
+                stage_id=stage_id,
+                attempt=0,
+                now=now,
+                principal=principal,
+            )
+            for task_id in task_ids
+        )
         defer(s, EVENTS, rows)
         return
+    # The rows differ in their task alone: the rest is converted once.
+    same = TASK_CREATED.event(
+        job_id=job_id, entity_id=job_id, stage_id=stage_id, attempt=0, now=now, principal=principal
+    )
+    varying = ("entity_id", "task_id")
+    for name in varying:
+        del same[name]
     await write_deferred(s)
-    await insert_many(s, Event, rows)
+    await insert_alike(s, Event, same, varying, [(task_id, task_id) for task_id in task_ids])
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.bulk import insert_many, insert_new
+from ..db.bulk import insert_alike, insert_new
 from ..db.engine import now_in
 from ..db.models import Job, Stage, Task
 from ..domain.announcements import stage_awaits_approval, tasks_ready
@@ -38,10 +38,51 @@ TaskRow = dict[str, Any]
 _SLICE = 2_000
 
 
+# A new task's columns that may differ from its stage's other new tasks', in the order
+# `insert_tasks` gives them.
+_VARYING = (
+    "id",
+    "claimable",
+    "not_before",
+    "max_attempts",
+    "data",
+    "user_metadata",
+    "traceparent",
+    "tracestate",
+    "retry_policy",
+    "timeout_seconds",
+    "expires_at",
+)
+
+
+class CreatedTasks(Sequence[TaskRow]):
+    """The rows of a stage's new tasks, as inserted: each made only when read (an answer
+    without its tasks reads none)."""
+
+    def __init__(self, same: TaskRow, values: list[tuple[Any, ...]]) -> None:
+        self._same = same
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @overload
+    def __getitem__(self, index: int) -> TaskRow: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TaskRow]: ...
+    def __getitem__(self, index: int | slice) -> TaskRow | list[TaskRow]:
+        if isinstance(index, slice):
+            return [self._row(values) for values in self._values[index]]
+        return self._row(self._values[index])
+
+    def _row(self, values: tuple[Any, ...]) -> TaskRow:
+        return {**self._same, **dict(zip(_VARYING, values, strict=True))}
+
+
 @dataclass(frozen=True, slots=True)
 class CreatedStage:
     stage: Stage
-    tasks: list[TaskRow]
+    tasks: Sequence[TaskRow]
 
 
 def _turn_has_come(previous: Stage | None) -> bool:
@@ -123,7 +164,7 @@ async def insert_tasks(
     now: datetime,
     *,
     counted: bool = False,
-) -> list[TaskRow]:
+) -> CreatedTasks:
     """Insert the stage's new tasks and their events, a constant number of statements
     whatever their number (multi-row INSERTs, no ORM object per task). `counted`: the
     stage's summary already counts them (a stage created with its tasks)."""
@@ -141,14 +182,20 @@ async def insert_tasks(
     claimable = claimable_when_created(status, job.status)
     rank = rank_of(job.priority, job.priority_number)
 
+    job_due = job.not_before if job.not_before is not None and job.not_before > now else None
+
     def scheduled(task: NewTask) -> datetime | None:
         """When the task may first be claimed, if that is still to come."""
+        if task.not_before is None:  # most tasks: the job's, worked out once
+            return job_due
         due = max((t for t in (task.not_before, job.not_before) if t is not None), default=None)
         return due if due is not None and due > now else None
 
     def expiry(task: NewTask) -> datetime | None:
         """From when the task is never handed out: its own time or its job's."""
-        if task.expires_at is not None and task.expires_at <= now:
+        if task.expires_at is None:
+            return job.expires_at
+        if task.expires_at <= now:
             raise RuleViolation(
                 "expiresAt must be a time to come (a task that expired would never run)",
                 code="VALIDATION_ERROR",
@@ -156,49 +203,51 @@ async def insert_tasks(
         return min((t for t in (task.expires_at, job.expires_at) if t is not None), default=None)
 
     ids = [task.id or made for task, made in zip(new, new_task_ids(len(new)), strict=True)]
-    stage_id, job_id, stage_type = stage.id, job.id, stage.type
     spans, policy = new_traceparents(stage.traceparent), stage.retry_policy
-    rows: list[TaskRow] = []
+    # What every new task of the stage has alike; the rest, one tuple per task.
+    same = {
+        "stage_id": stage.id,
+        "job_id": job.id,
+        "stage_type": stage.type,
+        "priority_rank": rank,
+        **TASK_CREATED.columns(now),
+        "attempts": 0,
+        "creation_time": now,
+    }
+    values: list[tuple[Any, ...]] = []
     # A slice at a time, the event loop let in between: a create may carry 100,000 tasks.
     for start in range(0, len(new), _SLICE):
         if start:
             await asyncio.sleep(0)
         end = start + _SLICE
-        rows.extend(
-            {
-                "id": task_id,
-                "stage_id": stage_id,
-                "job_id": job_id,
-                "stage_type": stage_type,
-                "priority_rank": rank,
-                "claimable": claimable and not_before is None,
-                "not_before": not_before,
-                **TASK_CREATED.columns(now),
-                "attempts": 0,
-                "max_attempts": p.max_attempts,
-                "data": p.data,
-                "user_metadata": p.user_metadata,
-                "traceparent": p.traceparent or next(spans),
-                "tracestate": p.tracestate,
-                "creation_time": now,
-                "retry_policy": p.retry_policy.to_json() if p.retry_policy else policy,
-                "timeout_seconds": p.timeout_seconds or stage.timeout_seconds,
-                "expires_at": expiry(p),
-            }
+        values.extend(
+            (
+                task_id,
+                claimable and not_before is None,
+                not_before,
+                p.max_attempts,
+                p.data,
+                p.user_metadata,
+                p.traceparent or next(spans),
+                p.tracestate,
+                p.retry_policy.to_json() if p.retry_policy else policy,
+                p.timeout_seconds or stage.timeout_seconds,
+                expiry(p),
+            )
             for task_id, p in zip(ids[start:end], new[start:end], strict=True)
             for not_before in (scheduled(p),)
         )
-    if not rows:
-        return rows
+    if not values:
+        return CreatedTasks(same, values)
     # In list order, so `seq` (the oldest-first tie-break) follows the request's order.
-    await insert_many(s, Task, rows)
+    await insert_alike(s, Task, same, _VARYING, values)
     await tasks_created(s, job.id, stage.id, ids, now)
     if not counted:
-        await bump_summary(s, stage.id, {TaskStatus.PENDING: len(rows)}, now)
-    ready = sum(1 for row in rows if row["claimable"]) if claimable else 0
+        await bump_summary(s, stage.id, {TaskStatus.PENDING: len(values)}, now)
+    ready = sum(1 for row in values if row[1]) if claimable else 0
     if ready:
         tasks_ready(s.info, stage.type, job.id, stage.id, now, ready)
-    return rows
+    return CreatedTasks(same, values)
 
 
 def new_task_ids(n: int) -> list[uuid.UUID]:
@@ -218,7 +267,7 @@ def new_task_ids(n: int) -> list[uuid.UUID]:
     return ids
 
 
-async def add_tasks(s: AsyncSession, stage_id: uuid.UUID, new: Sequence[NewTask]) -> list[TaskRow]:
+async def add_tasks(s: AsyncSession, stage_id: uuid.UUID, new: Sequence[NewTask]) -> CreatedTasks:
     job, stage = await lock_job_of_stage(s, stage_id)
     return await insert_tasks(s, job, stage, new, now_in(s))
 
