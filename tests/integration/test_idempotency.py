@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 
 import httpx
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
+from jobnik_manager.api.schemas import JobCreate
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import Job, Task
+from jobnik_manager.db.models import IDEMPOTENCY_KEYS, Job, Task
 
 from ..conftest import app_client
 from ..support.api import Api, unique
@@ -122,3 +125,24 @@ async def test_a_repeated_task_event_adds_one_entry(api: Api) -> None:
     assert other["code"] == "IDEMPOTENCY_KEY_REUSED"
     history = await api.call("GET", f"/v1/jobs/{job['id']}/events", params={"page_size": 100})
     assert [e["name"] for e in history["items"] if e.get("name")] == ["tile.rendered"]
+
+
+async def test_a_key_stored_in_the_earlier_form_is_answered_for_its_request(
+    api: Api, db: Database
+) -> None:
+    # Floats and non-ASCII text, which the two forms of a fingerprint's JSON write apart;
+    # and an integer beyond 64 bits, which only the standard library's takes.
+    for key, data in (("older-1", {"f": 1e-05, "s": "日本"}), ("older-2", {"big": 2**70})):
+        body = {"name": unique("idem"), "data": data, "stages": []}
+        first = await api.call("POST", "/v1/jobs", 201, json=body, headers={"Idempotency-Key": key})
+        # As an earlier version stored it: the standard library's canonical JSON.
+        payload = JobCreate.model_validate(body).model_dump(mode="json", by_alias=True)
+        text = json.dumps(["POST", "/v1/jobs", payload], sort_keys=True, separators=(",", ":"))
+        stored = update(IDEMPOTENCY_KEYS).where(IDEMPOTENCY_KEYS.c.key == key)
+        older = stored.values(fingerprint=hashlib.sha256(text.encode()).hexdigest())
+        assert (await db.transaction(lambda s, q=older: s.execute(q))).rowcount == 1
+        again = await api.call("POST", "/v1/jobs", 201, json=body, headers={"Idempotency-Key": key})
+        assert again == first
+        other = body | {"data": {"other": True}}
+        err = await api.call("POST", "/v1/jobs", 409, json=other, headers={"Idempotency-Key": key})
+        assert err["code"] == "IDEMPOTENCY_KEY_REUSED"
