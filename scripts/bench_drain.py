@@ -958,6 +958,8 @@ class Result:
     wall_s: float
     manager_cpu_ms: float  # per task
     worker_cpu_ms: float | None  # per task
+    # Per task: the CPU of the PostgreSQL backends serving the database (PostgreSQL only)
+    database_cpu_ms: float | None
     commits: float | None  # per task
     statements: float | None  # per task
     claims: float | None  # IN_PROGRESS events per task: 1.0 unless something went wrong
@@ -1045,6 +1047,15 @@ class Bench:
             "ojs": f"OJS fetch({a.batch_size}) + ACK each, {a.batch_loops} loops",
         }[mode]
 
+    async def database_cpu(self, since: float | None = None) -> float | None:
+        """CPU seconds of the backends serving the database so far, or since `since`
+        (None on SQLite). A backend that ended meanwhile is not counted: the manager
+        keeps its connections open."""
+        if not self.pg_counters:
+            return None
+        now = await backends_cpu(self.url)
+        return now if since is None else now - since
+
     async def counters(self) -> Counters | None:
         return await read_counters(self.url, self.statements) if self.pg_counters else None
 
@@ -1059,6 +1070,7 @@ class Bench:
     async def create(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
         n = self.args.tasks
         before, cpu = await self.counters(), self.manager.cpu_seconds()
+        pg_cpu = await self.database_cpu()
         base = self.manager.base
         if mode == "ojspush":  # n jobs of a task each, on the queue `stage_type`
             elapsed = await self.manager.watch(ojs_push(base, stage_type, n))
@@ -1071,6 +1083,7 @@ class Bench:
             made, what = Task.job_id == job_id, f"job {job_id}"
             clear_up = partial(abort_job, base, job_id)
         cpu = self.manager.cpu_seconds() - cpu
+        pg_cpu = await self.database_cpu(since=pg_cpu)
         end = time.monotonic()
         async with database(self.url) as db, db.sessions() as s:
             count = (await s.execute(select(func.count()).where(made))).scalar_one()
@@ -1090,6 +1103,7 @@ class Bench:
             wall_s=elapsed,
             manager_cpu_ms=cpu * 1000 / n,
             worker_cpu_ms=None,
+            database_cpu_ms=None if pg_cpu is None else pg_cpu * 1000 / n,
             claims=None,
             **self.per_task(before, after, n),
         )
@@ -1121,6 +1135,7 @@ class Bench:
         try:
             await child.start()
             before, cpu = await self.counters(), self.manager.cpu_seconds()
+            pg_cpu = await self.database_cpu()
             started = time.perf_counter()
             await child.go()
             outcome = await self.manager.watch(child.result(a.timeout))
@@ -1128,6 +1143,7 @@ class Bench:
             child.kill()
         wall = time.perf_counter() - started
         cpu = self.manager.cpu_seconds() - cpu
+        pg_cpu = await self.database_cpu(since=pg_cpu)
         await self.settle(time.monotonic())
         after = await self.counters()
         facts = await (
@@ -1147,6 +1163,7 @@ class Bench:
             wall_s=wall,
             manager_cpu_ms=cpu * 1000 / n,
             worker_cpu_ms=outcome["cpu_s"] * 1000 / n,
+            database_cpu_ms=None if pg_cpu is None else pg_cpu * 1000 / n,
             claims=facts.claims / n,
             **self.per_task(before, after, n),
         )
@@ -1251,6 +1268,7 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
                 for key in (
                     "manager_cpu_ms",
                     "worker_cpu_ms",
+                    "database_cpu_ms",
                     "commits",
                     "statements",
                     "claims",
@@ -1272,15 +1290,16 @@ def print_phase(title: str, summary: dict[str, Any], ceiling_note: str, runs: in
         print(f"  ceiling {ceiling_note}: {ceiling:,.0f} cycles/s{spread}")
     head = (
         f"  {'mode':<44}{'tasks':>8}{'tasks/s':>10}{'x ceil':>9}{'span s':>9}"
-        f"{'mgr CPU':>9}{'wkr CPU':>9}{'commits':>9}{'stmts':>7}"
+        f"{'mgr CPU':>9}{'wkr CPU':>9}{'pg CPU':>9}{'commits':>9}{'stmts':>7}"
     )
     print(head)
-    units = f"{'ms/task':>9}{'ms/task':>9}{'/task':>9}{'/task':>7}"
+    units = f"{'ms/task':>9}{'ms/task':>9}{'ms/task':>9}{'/task':>9}{'/task':>7}"
     print(f"  {'':<80}{units}")
     for m in summary["modes"].values():
         print(
             f"  {m['label']:<44}{m['tasks']:>8,}{fmt_rate(m['rate']):>10}{fmt_ratio(m['ratio']):>9}"
             f"{m['seconds']:>9.1f}{fmt_num(m['manager_cpu_ms']):>9}{fmt_num(m['worker_cpu_ms']):>9}"
+            f"{fmt_num(m['database_cpu_ms']):>9}"
             f"{fmt_num(m['commits']):>9}{fmt_num(m['statements'], 1):>7}"
         )
     if runs > 1:
