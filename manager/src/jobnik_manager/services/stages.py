@@ -76,7 +76,9 @@ class CreatedTasks(Sequence[TaskRow]):
         return self._row(self._values[index])
 
     def _row(self, values: tuple[Any, ...]) -> TaskRow:
-        return {**self._same, **dict(zip(_VARYING, values, strict=True))}
+        row = self._same.copy()
+        row.update(zip(_VARYING, values, strict=True))
+        return row
 
 
 @dataclass(frozen=True, slots=True)
