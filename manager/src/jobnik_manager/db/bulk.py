@@ -102,10 +102,10 @@ async def insert_alike(
         picked = pick(row)
         if not converters:
             return fixed + picked
-        values = list(picked)
+        converted = list(picked)
         for i, convert in converters:
-            values[i] = convert(values[i])
-        return fixed + tuple(values)
+            converted[i] = convert(converted[i])
+        return fixed + tuple(converted)
 
     await _stream(s, conn, table, [*same, *varying], map(record, values))
 

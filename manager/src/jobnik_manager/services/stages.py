@@ -53,6 +53,7 @@ _VARYING = (
     "timeout_seconds",
     "expires_at",
 )
+_CLAIMABLE = _VARYING.index("claimable")
 
 
 class CreatedTasks(Sequence[TaskRow]):
@@ -246,7 +247,7 @@ async def insert_tasks(
     await tasks_created(s, job.id, stage.id, ids, now)
     if not counted:
         await bump_summary(s, stage.id, {TaskStatus.PENDING: len(values)}, now)
-    ready = sum(1 for row in values if row[1]) if claimable else 0
+    ready = sum(1 for row in values if row[_CLAIMABLE]) if claimable else 0
     if ready:
         tasks_ready(s.info, stage.type, job.id, stage.id, now, ready)
     return CreatedTasks(same, values)
