@@ -35,7 +35,10 @@ from .session_driver import as_sqlalchemy_error, driver_of, run
 Converter = Callable[[Any], Any]
 # Up to this many rows go as one plain INSERT; more are streamed (COPY on PostgreSQL).
 FEW_ROWS = 50
-_SLICE = 2_000
+# Rows converted between two turns of the event loop. With PostgreSQL taking rows as fast
+# as they come, a COPY never waits for its socket: these turns are all the other requests
+# get while a large create streams.
+_SLICE = 500
 _NOTHING = object()
 R = TypeVar("R")
 
@@ -72,49 +75,40 @@ async def insert_alike(
     model: type[Base] | Table,
     same: Mapping[str, Any],
     varying: Sequence[str],
-    values: Sequence[Sequence[Any]],
+    values: Iterable[Sequence[Any]],
 ) -> None:
     """Insert a row per item of `values` (the values of the `varying` columns, in that
     order), each with the values of `same` in its other columns, in the session's
     transaction, in the order given. What all the rows share is converted once: the
-    rows of a create differ in a few columns of many."""
+    rows of a create differ in a few columns of many.
+
+    `values` may be a generator: on PostgreSQL each row is then made as it is sent."""
     table = model if isinstance(model, Table) else cast(Table, model.__table__)
-    if len(values) <= FEW_ROWS:
-        await insert_rows(
-            s, table, [{**same, **dict(zip(varying, v, strict=True))} for v in values]
-        )
+    iterator = iter(values)
+    head = list(itertools.islice(iterator, FEW_ROWS + 1))
+    if len(head) <= FEW_ROWS:
+        rows: list[Mapping[str, Any]] = [
+            {**same, **dict(zip(varying, v, strict=True))} for v in head
+        ]
+        await insert_rows(s, table, rows)
         return
-    # A column NULL in every row is left to its default (NULL): fewer values to encode.
+    # A shared column NULL is left to its default (NULL): fewer values to encode.
     same = {k: v for k, v in same.items() if v is not None or _needs_null(table, k)}
-    kept = [
-        i
-        for i, name in enumerate(varying)
-        if _needs_null(table, name) or any(row[i] is not None for row in values)
-    ]
-    varying = [varying[i] for i in kept]
-    pick = _picker(kept)
     conn = await s.connection()
     dialect = conn.dialect
     fixed = _record(same, _converters(table, list(same), dialect))
     converters = _converters(table, varying, dialect)
 
     def record(row: Sequence[Any]) -> tuple[Any, ...]:
-        picked = pick(row)
         if not converters:
-            return fixed + picked
-        converted = list(picked)
+            return fixed + tuple(row)
+        converted = list(row)
         for i, convert in converters:
             converted[i] = convert(converted[i])
         return fixed + tuple(converted)
 
-    await _stream(s, conn, table, [*same, *varying], map(record, values))
-
-
-def _picker(indexes: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
-    """A sequence's items at `indexes`, as a tuple."""
-    if len(indexes) > 1:
-        return cast(Callable[[Sequence[Any]], tuple[Any, ...]], operator.itemgetter(*indexes))
-    return lambda row: tuple(row[i] for i in indexes)
+    rest = itertools.chain(head, iterator)
+    await _stream(s, conn, table, [*same, *varying], map(record, rest))
 
 
 def _needs_null(table: Table, name: str) -> bool:

@@ -85,7 +85,7 @@ async def tasks_created(
     for name in varying:
         del same[name]
     await write_deferred(s)
-    await insert_alike(s, Event, same, varying, [(task_id, task_id) for task_id in task_ids])
+    await insert_alike(s, Event, same, varying, ((task_id, task_id) for task_id in task_ids))
 
 
 @dataclass(frozen=True, slots=True)

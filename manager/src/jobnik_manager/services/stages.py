@@ -205,7 +205,7 @@ async def insert_tasks(
             )
         return min((t for t in (task.expires_at, job.expires_at) if t is not None), default=None)
 
-    ids = [task.id or made for task, made in zip(new, new_task_ids(len(new)), strict=True)]
+    ids: list[uuid.UUID] = []
     spans, policy = new_traceparents(stage.traceparent), stage.retry_policy
     # What every new task of the stage has alike; the rest, one tuple per task.
     same = {
@@ -223,6 +223,8 @@ async def insert_tasks(
         if start:
             await asyncio.sleep(0)
         end = start + _SLICE
+        made = new_task_ids(len(new[start:end]))
+        ids.extend(task.id or id_ for task, id_ in zip(new[start:end], made, strict=True))
         values.extend(
             (
                 task_id,
