@@ -55,7 +55,8 @@ def claim_statement(single_type: bool, announce: bool, limited: bool = False) ->
     a transaction of its own and hold the stage's summary row only while it runs.
 
     The rows are the claimed tasks with `previous` and `stage_started` (whether this
-    claim started the task's stage). Binds `types` (one string when `single_type`, else
+    claim started the task's stage), and the limited types asked for (`claim_answer`
+    reads them). Binds `types` (one string when `single_type`, else
     a list), `n`, `now`, `expires`, `seconds`, `worker`, `principal`, and `time` (`now`
     as lifecycle messages spell it, when `announce`). `limited`: the one-type claim of a
     limited type, run within its limit (services.stage_type_limits).
@@ -70,6 +71,17 @@ def claim_statement(single_type: bool, announce: bool, limited: bool = False) ->
         parts.append(q["announced"])
     parts.append(q["answer"])
     return statement("\n".join(parts), _CLAIM_CONSTANTS)
+
+
+def claim_answer(records: list[asyncpg.Record]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The claim statement's rows as the claimed tasks' columns (each with `previous`
+    and `stage_started`), and the limited types among those asked for: every answer
+    holds them, a claim that took nothing in one row of NULLs."""
+    limited: list[str] = list(records[0]["limited_types"]) if records else []
+    rows = [dict(r.items()) for r in records if r["id"] is not None]
+    for row in rows:
+        del row["limited_types"]
+    return rows, limited
 
 
 @cache

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.claim import claim_statement, context_statement, stages_and_jobs
+from ..db.claim import claim_answer, claim_statement, context_statement, stages_and_jobs
 from ..db.engine import Database, acting_name, principal_in
 from ..db.models import Job, Stage
 from ..db.sqlite_claim import ClaimAsk, ClaimedRows
@@ -30,7 +30,7 @@ from ..domain.announcements import ANNOUNCED, announcing
 from ..domain.leases import DEFAULT_LEASE
 from ..domain.moves import JOB_STARTED, STAGE_STARTED
 from .history import insert_rows
-from .stage_type_limits import claim_limited_postgres, claim_limited_sqlite, limited_among
+from .stage_type_limits import claim_limited_postgres, claim_limited_sqlite
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,14 +137,14 @@ async def _claim_postgres(db: Database, ask: ClaimAsk) -> Claimed:
     # first claim a crash loses takes its starts with it: they happen again, announced
     # again, at the next claim). Never replayed after a broken connection: a claim that
     # ran but lost its answer, run again, would take more tasks and strand the first.
-    claimed = list(
+    claimed, limited = claim_answer(
         await db.direct(
             claim_statement(single, ask.announce), params, durable=False, replay_safe=False
         )
     )
     retry_after = None
     if len(claimed) < ask.limit:  # then the limited types among them, within their limits
-        for stage_type in await limited_among(db, stage_types):
+        for stage_type in limited:
             left = ask.limit - len(claimed)
             if left <= 0:
                 break

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cache
@@ -21,11 +20,9 @@ from typing import Any, cast
 from sqlalchemy import Table, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.claim import claim_statement
-from ..db.direct import DirectStatement
+from ..db.claim import claim_answer, claim_statement
 from ..db.engine import Database, now_in, principal_in
 from ..db.models import StageTypeLimit
-from ..db.queries import statement
 from ..db.sqlite_claim import ClaimAsk, ClaimedRows
 from ..db.sqlite_claim import claim as sqlite_claim
 from ..db.sqlite_values import Columns
@@ -107,20 +104,6 @@ _IN_FLIGHT = _IN_FLIGHT_OF.format(type="$1")
 _SPEND = "UPDATE stage_type_limits SET tokens = $2, refilled_at = $3 WHERE type = $1"
 
 
-@cache
-def _limited_types() -> DirectStatement:
-    return statement(
-        "SELECT type FROM stage_type_limits WHERE type = ANY (:types::varchar[]) ORDER BY type"
-    )
-
-
-async def limited_among(db: Database, stage_types: Sequence[str]) -> list[str]:
-    """PostgreSQL: which of these types are limited, by name. One statement on its own
-    (no transaction around it): every claim that comes back short asks it."""
-    rows = await db.direct(_limited_types(), {"types": list(stage_types)}, replay_safe=True)
-    return [r["type"] for r in rows]
-
-
 async def claim_limited_postgres(
     db: Database, stage_type: str, limit: int, params: dict[str, Any], announce: bool
 ) -> LimitedClaim:
@@ -141,7 +124,7 @@ async def claim_limited_postgres(
         rows: list[Any] = []
         if allowed.n > 0:
             statement = claim_statement(True, announce, limited=True)
-            rows = list(
+            rows, _ = claim_answer(
                 await conn.fetch(
                     statement.sql, *statement.args(params | {"types": stage_type, "n": allowed.n})
                 )

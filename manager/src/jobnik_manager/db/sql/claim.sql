@@ -11,7 +11,8 @@
 -- names the bound types, not the row's, so it is planned once per statement (an
 -- InitPlan) and the index scan stays as it is. So does a limited one's
 -- (stage_type_limits): its tasks are claimed by the statement without that check
--- (`claim_statement(limited=True)`), one type at a time, under the limit's row lock.
+-- (`claim_statement(limited=True)`), one type at a time, under the limit's row lock;
+-- `asked` names the limited ones among the types asked for.
 -- A task past its `expires_at` is never handed out, before the maintenance loop aborts it.
 
 -- name: picked_one_type
@@ -28,6 +29,10 @@ WITH picked AS (
     LIMIT :n
     FOR UPDATE SKIP LOCKED
 )
+, asked AS (
+    SELECT ARRAY(SELECT l.type FROM stage_type_limits l WHERE l.type = :types::varchar)
+           AS limited_types
+)
 
 -- name: picked_types
 -- Several stage types, bound as one array, so the text is the same whatever their count.
@@ -43,6 +48,10 @@ WITH picked AS (
     ORDER BY tasks.priority_rank, tasks.seq
     LIMIT :n
     FOR UPDATE SKIP LOCKED
+)
+, asked AS (
+    SELECT ARRAY(SELECT l.type FROM stage_type_limits l
+                 WHERE l.type = ANY (:types::varchar[]) ORDER BY l.type) AS limited_types
 )
 
 -- name: claimed
@@ -147,9 +156,14 @@ WITH picked AS (
 )
 
 -- name: answer
--- The claimed tasks, each with `previous` and whether this claim started its stage.
-SELECT claimed.*, bumped.started AS stage_started
-FROM claimed JOIN bumped ON bumped.id = claimed.stage_id
+-- The claimed tasks, each with `previous` and whether this claim started its stage;
+-- and on every row, the asked types that have a limit (`asked`, read in the claim's
+-- snapshot), which the limited claim takes next when this one comes back short. A
+-- claim that takes nothing answers one row of NULLs holding them: the caller needs no
+-- second statement to learn them.
+SELECT claimed.*, bumped.started AS stage_started, asked.limited_types
+FROM asked
+LEFT JOIN (claimed JOIN bumped ON bumped.id = claimed.stage_id) ON true
 ORDER BY claimed.priority_rank, claimed.seq
 
 -- name: context
