@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import json
 import os
 import random
 import statistics
@@ -103,7 +104,13 @@ Latencies = dict[str, list[float]]  # ms by leg: "total", "to claim", "claim on"
 
 
 async def run_mode(
-    base: str, *, mode: str, amqp_url: str, tasks: int, gap: tuple[float, float]
+    base: str,
+    *,
+    mode: str,
+    amqp_url: str,
+    tasks: int,
+    gap: tuple[float, float],
+    same_process: bool = False,
 ) -> Latencies:
     """Feed `tasks` tasks one by one; return each one's latency in ms, whole and by leg."""
     stage_type = f"lat-{mode}-{uuid.uuid4().hex[:6]}"
@@ -128,24 +135,62 @@ async def run_mode(
             handle_signals=False,
             **options,
         )
-        created: dict[str, float] = {}
         async with worker:
             await asyncio.sleep(2)  # connected and idle, as a long-running worker is
-            for i in range(tasks):
-                # A job per task: tasks cannot join a stage that is already running.
-                job = await client.create_job(
-                    "latency", stages=[NewStage(type=stage_type, tasks=[NewTask(data={"i": i})])]
-                )
-                assert job.stages and job.stages[0].tasks
-                task = job.stages[0].tasks[0]
-                created[str(task.id)] = _timestamp(task.creation_time)
-                await asyncio.sleep(random.uniform(*gap))
+            if same_process:
+                created = await produce(client, stage_type, tasks, gap)
+            else:
+                created = await produce_elsewhere(base, stage_type, tasks, gap)
             await asyncio.wait_for(done.wait(), timeout=120)
     return {
         "total": [(started[t] - created[t]) * 1000 for t in created],
         "to claim": [(claimed[t] - created[t]) * 1000 for t in created],
         "claim on": [(started[t] - claimed[t]) * 1000 for t in created],
     }
+
+
+async def produce(
+    client: JobnikClient, stage_type: str, tasks: int, gap: tuple[float, float]
+) -> dict[str, float]:
+    """Create `tasks` jobs of one task each, `gap` seconds apart; each task's creation
+    time by its id."""
+    created: dict[str, float] = {}
+    for i in range(tasks):
+        # A job per task: tasks cannot join a stage that is already running.
+        job = await client.create_job(
+            "latency", stages=[NewStage(type=stage_type, tasks=[NewTask(data={"i": i})])]
+        )
+        assert job.stages and job.stages[0].tasks
+        task = job.stages[0].tasks[0]
+        created[str(task.id)] = _timestamp(task.creation_time)
+        await asyncio.sleep(random.uniform(*gap))
+    return created
+
+
+async def produce_elsewhere(
+    base: str, stage_type: str, tasks: int, gap: tuple[float, float]
+) -> dict[str, float]:
+    """`produce` in a process of its own, as a producer runs beside its workers: in the
+    worker's process it would parse each create's answer while the claim's answer
+    waits for that same event loop."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--produce",
+        json.dumps({"base": base, "type": stage_type, "tasks": tasks, "gap": gap}),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the producer exited with status {proc.returncode}")
+    created: dict[str, float] = json.loads(out)
+    return created
+
+
+async def producer_main(spec: dict[str, Any]) -> None:
+    async with JobnikClient(spec["base"]) as client:
+        created = await produce(client, spec["type"], spec["tasks"], tuple(spec["gap"]))
+    print(json.dumps(created))
 
 
 def _timestamp(value: datetime) -> float:
@@ -169,9 +214,18 @@ async def main() -> None:
     parser.add_argument("--port", type=int, default=8791)
     parser.add_argument("--modes", default=",".join(MODES), help="of " + ",".join(MODES))
     parser.add_argument(
+        "--same-process",
+        action="store_true",
+        help="create the tasks from the worker's own process and event loop",
+    )
+    parser.add_argument("--produce", help=argparse.SUPPRESS)  # the producer's process
+    parser.add_argument(
         "--log-statements", action="store_true", help="log every statement in PostgreSQL's log"
     )
     args = parser.parse_args()
+    if args.produce:
+        await producer_main(json.loads(args.produce))
+        return
     lo, hi = (float(x) / 1000 for x in args.gap_ms.split("-"))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or set(modes) - set(MODES):
@@ -186,7 +240,12 @@ async def main() -> None:
         broker = args.amqp_url if mode == "push" else None
         with manager(args.url, broker, args.port) as base:
             latencies[mode] = await run_mode(
-                base, mode=mode, amqp_url=args.amqp_url, tasks=args.tasks, gap=(lo, hi)
+                base,
+                mode=mode,
+                amqp_url=args.amqp_url,
+                tasks=args.tasks,
+                gap=(lo, hi),
+                same_process=args.same_process,
             )
     print(f"creation -> handler start, ms ({args.tasks} tasks each, gaps {args.gap_ms} ms)")
     print(f"  {'mode':<22}{'tasks':>6}{'p50':>10}{'p95':>10}{'p99':>10}{'max':>10}")
