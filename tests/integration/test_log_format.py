@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ..support.processes import manager_process
 from ..support.profiles import production
 
 pytestmark = pytest.mark.e2e  # a manager process
@@ -40,3 +41,21 @@ def test_every_line_is_json_with_the_ids_of_its_request(
     [read] = [r for r in access if r["path"] == f"/v1/jobs/{missing}"]
     assert read["job_id"] == missing
     assert any(r["logger"] == "uvicorn.error" for r in records)
+
+
+@pytest.mark.parametrize("access_log", ["true", "false"])
+def test_the_access_log_can_be_turned_off(tmp_path: Path, access_log: str) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'quiet.db'}"
+    log = tmp_path / "manager.log"
+    settings = {"JOBNIK_LOG_LEVEL": "info", "JOBNIK_LOG_FORMAT": "json"}
+    with manager_process(url, log=log, JOBNIK_ACCESS_LOG=access_log, **settings) as base_url:
+        body = {"name": "quiet", "data": {}}
+        assert httpx.post(f"{base_url}/v1/jobs", json=body).status_code == 201
+        scrape = httpx.get(f"{base_url}/metrics").text
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    access = [r for r in records if r["logger"] == "uvicorn.access"]
+    posted = [r for r in access if (r["method"], r["path"]) == ("POST", "/v1/jobs")]
+    assert len(posted) == (1 if access_log == "true" else 0), access
+    # The rest of the log, and the request's count, stay.
+    assert any(r["logger"] == "uvicorn.error" for r in records)
+    assert 'route="/v1/jobs"' in scrape and 'status="201"' in scrape

@@ -62,6 +62,7 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
                 log_config=log_config,
                 lifespan="on",
                 http=JoinedWritesProtocol,
+                access_log=settings.access_log,
             )
         return
     app = served_app(settings)
@@ -77,6 +78,7 @@ def _serve(settings: Settings, *, demo: bool, workers: int) -> None:
         log_config=log_config,
         lifespan="on",
         http=JoinedWritesProtocol,
+        access_log=settings.access_log,
     )
 
 
