@@ -14,13 +14,12 @@ from functools import cache
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import Table
 
 from ..domain.moves import CLAIMS, JOB_STARTED, STAGE_STARTED, TASK_CLAIMED, TASK_RECLAIMED
 from .direct import DirectStatement
 from .models import JOBS, STAGES, Job, Stage, Task
 from .queries import queries, statement
-from .types import EnumText
+from .records import detached, model_values
 
 TASK_COLUMNS = tuple(Task.__table__.c)
 # Belt and braces: only a task waiting to run is ever claimed, whatever its flag says.
@@ -92,20 +91,13 @@ def context_statement() -> DirectStatement:
 
 
 def stages_and_jobs(rows: list[asyncpg.Record]) -> tuple[list[Stage], list[Job]]:
-    """PostgreSQL: the rows of `context_statement` as (detached) model objects, each job once; their
-    statuses and priority as the enums the columns read back through SQLAlchemy."""
+    """PostgreSQL: the rows of `context_statement` as the models' attributes, each job
+    once (`detached`: they are only answered), statuses and priority as the enums the
+    columns read back through SQLAlchemy."""
     stages: list[Stage] = []
     jobs: dict[Any, Job] = {}
     for r in rows:
-        stages.append(Stage(**_values(STAGES, r)))
+        stages.append(detached(Stage, model_values(STAGES, r)))
         if r["job_id"] not in jobs:
-            jobs[r["job_id"]] = Job(**_values(JOBS, r, prefix="job_"))
+            jobs[r["job_id"]] = detached(Job, model_values(JOBS, r, prefix="job_"))
     return stages, list(jobs.values())
-
-
-def _values(table: Table, r: asyncpg.Record, prefix: str = "") -> dict[str, Any]:
-    values = {c.name: r[prefix + c.name] for c in table.c}
-    for c in table.c:
-        if isinstance(c.type, EnumText):
-            values[c.name] = c.type.coerce(values[c.name])
-    return values

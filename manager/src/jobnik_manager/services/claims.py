@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ..db.claim import claim_answer, claim_statement, context_statement, stages_and_jobs
 from ..db.engine import Database, acting_name, principal_in
 from ..db.models import Job, Stage
+from ..db.records import detached
 from ..db.sqlite_claim import ClaimAsk, ClaimedRows
 from ..db.sqlite_claim import claim as sqlite_claim
 from ..domain import observations
@@ -106,8 +107,9 @@ async def _claim_sqlite(db: Database, ask: ClaimAsk) -> Claimed:
     if not (ask.with_context and rows):
         return Claimed(rows, retry_after=retry_after)
     jobs = {r["id"]: r for r in claimed.jobs}  # a job of two limited types comes twice
-    stages = [Stage(**r) for r in claimed.stages]
-    return Claimed(rows, stages, [Job(**r) for r in jobs.values()], retry_after)
+    # Only answered: the models' attributes, without SQLAlchemy's instrumentation.
+    stages = [detached(Stage, r) for r in claimed.stages]
+    return Claimed(rows, stages, [detached(Job, r) for r in jobs.values()], retry_after)
 
 
 async def _claim_postgres(db: Database, ask: ClaimAsk) -> Claimed:
