@@ -55,9 +55,9 @@ def claim_statement(single_type: bool, announce: bool, limited: bool = False) ->
 
     The rows are the claimed tasks with `previous` and `stage_started` (whether this
     claim started the task's stage), and the limited types asked for (`claim_answer`
-    reads them). Binds `types` (one string when `single_type`, else
-    a list), `n`, `now`, `expires`, `seconds`, `worker`, `principal`, and `time` (`now`
-    as lifecycle messages spell it, when `announce`). `limited`: the one-type claim of a
+    reads them). Binds `types` (one string when `single_type`, else a list), `n`, `now`,
+    `expires`, `seconds`, `worker`, `principal`, and `time` (`now` as lifecycle messages
+    spell it, when `announce`). `limited`: the one-type claim of a
     limited type, run within its limit (services.stage_type_limits).
     """
     q = queries("claim")
