@@ -222,9 +222,9 @@ async def insert_tasks(
     for start in range(0, len(new), _SLICE):
         if start:
             await asyncio.sleep(0)
-        end = start + _SLICE
-        made = new_task_ids(len(new[start:end]))
-        ids.extend(task.id or id_ for task, id_ in zip(new[start:end], made, strict=True))
+        chunk = new[start : start + _SLICE]
+        made = new_task_ids(len(chunk))
+        ids.extend(task.id or id_ for task, id_ in zip(chunk, made, strict=True))
         values.extend(
             (
                 task_id,
@@ -239,7 +239,7 @@ async def insert_tasks(
                 p.timeout_seconds or stage.timeout_seconds,
                 expiry(p),
             )
-            for task_id, p in zip(ids[start:end], new[start:end], strict=True)
+            for task_id, p in zip(ids[start:], chunk, strict=True)
             for not_before in (scheduled(p),)
         )
     if not values:
