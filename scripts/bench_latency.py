@@ -1,7 +1,8 @@
 """Dispatch latency: from a task's creation to its handler starting.
 
 Starts a real manager process on PostgreSQL per mode, then feeds tasks one at a time
-(with idle gaps, as real work trickles in) to each mode:
+(with idle gaps, as real work trickles in) from a producer in a process of its own
+(`--same-process`: from the worker's own event loop) to each mode:
   * push: a Worker woken over RabbitMQ (`amqp_url`, 30 s safety poll), the manager's
     outbox relay publishing the wake-ups,
   * poll: a Worker polling only (the SDK's jittered backoff; long-poll claims turned
