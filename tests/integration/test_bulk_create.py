@@ -3,18 +3,22 @@ log agree, task for task and in the request's order, on both backends."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
 from sqlalchemy import Table, insert, select
+from sqlalchemy import event as sa_event
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from jobnik_manager.db import bulk
 from jobnik_manager.db.bulk import _needs_null, insert_alike, insert_many, insert_rows
+from jobnik_manager.db.deferred import defer, gathered
 from jobnik_manager.db.engine import Database
-from jobnik_manager.db.models import JOBS, Job, Task
+from jobnik_manager.db.models import JOBS, Job, JobAsset, Task
 from jobnik_manager.domain.tasks import DEFAULT_MAX_ATTEMPTS
 
 from ..support.api import Api, unique
@@ -336,3 +340,172 @@ def test_a_column_left_out_takes_its_server_default_so_only_those_without_one_ar
     jobs = cast(Table, Job.__table__)
     assert _needs_null(jobs, "partial")  # server default false: a NULL must be written
     assert not _needs_null(jobs, "reason")
+
+
+async def test_rows_deferred_together_read_back_as_sqlalchemys_and_belong_to_their_transaction(
+    db: Database,
+) -> None:
+    """Deferred rows of several tables, a foreign key between two of them, in one
+    statement on PostgreSQL (rows a table in arrays): stored as SQLAlchemy stores them,
+    the child's key checked once every row is in, gone with a rolled back transaction."""
+    tricky = {"who": "é日本🎉", "big": 2**70, "tiny": 1e-05, "none": None, "deep": [{"x": []}]}
+    through_sqlalchemy = job_row(unique("orm")) | {"data": tricky, "priority_number": 7}
+    together = [
+        through_sqlalchemy | {"id": uuid.uuid4(), "name": f"{unique('together')}-{i}"}
+        for i in range(3)
+    ]
+    asset = {
+        "id": uuid.uuid4(),
+        "job_id": together[2]["id"],
+        "type": "file",
+        "uri": "s3://b/k",
+        "created_at": datetime.now(UTC),
+        "position": 0,
+    }
+
+    assets_table = cast(Table, JobAsset.__table__)
+    deferred = [(assets_table, [asset]), (JOBS, together)]
+    if db.is_sqlite:  # a table at a time there: the parent first
+        deferred.reverse()
+    # On PostgreSQL the child first: its key is checked as the one statement ends.
+
+    async def both(s: AsyncSession) -> None:
+        await s.execute(insert(JOBS), [through_sqlalchemy])
+        for table, rows in deferred:
+            defer(s, table, rows)
+
+    await db.transaction(both)
+
+    async def rows(s: AsyncSession) -> dict[str, dict[str, Any]]:
+        found = (await s.execute(select(JOBS))).mappings()
+        return {r["name"]: dict(r) for r in found}
+
+    stored = await db.transaction(rows)
+    orm = stored[through_sqlalchemy["name"]]
+    for row in together:
+        assert stored[row["name"]] == orm | {"id": row["id"], "name": row["name"]}
+
+    async def assets(s: AsyncSession) -> list[uuid.UUID]:
+        return list((await s.execute(select(JobAsset.job_id))).scalars())
+
+    assert await db.transaction(assets) == [together[2]["id"]]
+
+    gone = job_row(unique("gone"))
+
+    async def fail(s: AsyncSession) -> None:
+        async with gathered(s):
+            await insert_rows(s, JOBS, [gone])
+        raise Boom
+
+    with pytest.raises(Boom):
+        await db.transaction(fail)
+    assert gone["name"] not in await db.transaction(rows)
+
+    orphan = asset | {"job_id": uuid.uuid4()}
+    with pytest.raises(IntegrityError):
+        await db.transaction(lambda s: _deferred(s, assets_table, [orphan]))
+
+
+async def _deferred(s: AsyncSession, table: Table, rows: list[dict[str, Any]]) -> None:
+    defer(s, table, rows)
+
+
+async def test_a_small_create_sends_its_rows_in_one_statement(
+    api: Api, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A create of a few tasks per stage: its job, stages, tasks and their events go to
+    PostgreSQL as one statement (a task's latency from its creation counts each round
+    trip), its idempotency key and NOTIFY as another at commit. SQLite's statements
+    cost no round trip: there they go one by one."""
+    sent: list[str] = []
+    real = bulk.run
+
+    async def spy(driver: Any, sql: str, records: list[tuple[Any, ...]]) -> None:
+        sent.append(sql)
+        await real(driver, sql, records)
+
+    def through_sqlalchemy(*args: Any) -> None:
+        sent.append(args[2])  # a traced engine's statements all go this way
+
+    monkeypatch.setattr(bulk, "run", spy)
+    engine = db.engine.sync_engine
+    sa_event.listen(engine, "before_cursor_execute", through_sqlalchemy)
+    try:
+        await _create_a_small_job(api, db, sent)
+    finally:
+        sa_event.remove(engine, "before_cursor_execute", through_sqlalchemy)
+
+
+async def _create_a_small_job(api: Api, db: Database, sent: list[str]) -> None:
+    stage_type = unique("small")
+    body = {
+        "name": unique("small"),
+        "data": {},
+        "stages": [
+            {"type": stage_type, "data": {}, "tasks": [task_spec(i) for i in range(3)]},
+            {"type": unique("next"), "data": {}, "tasks": [task_spec(i) for i in range(2)]},
+        ],
+    }
+    waiting = asyncio.create_task(
+        api.call(
+            "POST",
+            "/v1/tasks/claim",
+            json={"stageTypes": [stage_type], "limit": 5, "waitSeconds": 30},
+        )
+    )
+    await asyncio.sleep(0.2)
+    key = {"Idempotency-Key": unique("k")}
+    answer = await api.call("POST", "/v1/jobs", 201, json=body, headers=key)
+    inserts = [sql for sql in sent if "INSERT INTO" in sql]
+    tables = ("jobs", "stages", "tasks", "events")
+    if db.is_sqlite:
+        # A table's rows at a time, as they come; the events at commit.
+        into = [sql.split()[2] for sql in inserts]
+        assert into == ["jobs", "stages", "tasks", "stages", "tasks", "events", "idempotency_keys"]
+    else:
+        assert len(inserts) == 2, inserts
+        rows, at_commit = inserts
+        assert all(f"INSERT INTO {table} " in rows for table in tables)
+        assert "INSERT INTO idempotency_keys " in at_commit and "pg_notify" in at_commit
+    # The NOTIFY went out with it: the waiting claim has the first stage's tasks.
+    claimed = (await asyncio.wait_for(waiting, 10))["items"]
+    first, second = answer["stages"]
+    assert sorted(t["id"] for t in claimed) == sorted(t["id"] for t in first["tasks"])
+
+    assert second == await stored_stage(api, second["id"])  # the first one is claimed
+    log = await all_events(api, answer["id"])
+    assert [e["id"] for e in log] == sorted(e["id"] for e in log)
+    created = [e for e in log if e["fromStatus"] is None]
+    assert [(e["entity"], e.get("taskId")) for e in created] == [
+        ("JOB", None),
+        ("STAGE", None),
+        *(("TASK", t["id"]) for t in first["tasks"]),
+        ("STAGE", None),
+        *(("TASK", t["id"]) for t in second["tasks"]),
+    ]
+    await assert_invariants(db)
+
+
+async def test_a_create_of_small_stages_with_many_tasks_in_all(api: Api, db: Database) -> None:
+    """Stages of a few tasks each, more than one statement's worth together: the rows
+    go table by table, each after those it refers to, and the log keeps its order."""
+    body = {
+        "name": unique("many"),
+        "data": {},
+        "stages": [
+            {"type": unique(f"s{n}"), "data": {}, "tasks": [task_spec(i) for i in range(40)]}
+            for n in range(3)
+        ],
+    }
+    answer = await api.call("POST", "/v1/jobs", 201, json=body)
+    for stage in answer["stages"]:
+        assert stage == await stored_stage(api, stage["id"])
+    log = await all_events(api, answer["id"])
+    assert [e["id"] for e in log] == sorted(e["id"] for e in log)
+    at = 1
+    for stage in answer["stages"]:
+        assert (log[at]["entity"], log[at]["entityId"]) == ("STAGE", stage["id"])
+        assert_created_events(log[at + 1 : at + 41], stage["tasks"])
+        at += 41
+    assert at == len(log)
+    await assert_invariants(db)

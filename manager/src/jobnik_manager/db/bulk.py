@@ -41,6 +41,28 @@ FEW_ROWS = 50
 _SLICE = 500
 _NOTHING = object()
 R = TypeVar("R")
+_DEFERRED = "deferred_rows"  # Session.info key: table -> rows, in the order deferred
+_GATHERING = "gathering_rows"  # Session.info key: new rows are deferred (db/deferred.py)
+
+
+def defer(s: AsyncSession, table: Table, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Insert `rows` into `table` with the transaction's other deferred rows: at its
+    commit, or sooner (db/deferred.py). Every row of a table names the same columns."""
+    pending: dict[Table, list[Mapping[str, Any]]] = s.info.setdefault(_DEFERRED, {})
+    pending.setdefault(table, []).extend(rows)
+
+
+def take_deferred(info: dict[Any, Any]) -> dict[Table, list[Mapping[str, Any]]]:
+    """The rows deferred so far, by table, no longer pending."""
+    return cast(dict[Table, list[Mapping[str, Any]]], info.pop(_DEFERRED, {}))
+
+
+def gathering(info: dict[Any, Any], on: bool) -> None:
+    """While on, the few rows `insert_rows` is given are deferred rather than sent."""
+    if on:
+        info[_GATHERING] = True
+    else:
+        info.pop(_GATHERING, None)
 
 
 async def insert_many(
@@ -162,6 +184,9 @@ async def insert_rows(s: AsyncSession, table: Table, rows: list[Mapping[str, Any
     converted as SQLAlchemy binds them, SQL made once per table and columns."""
     if not rows:
         return
+    if s.info.get(_GATHERING):
+        defer(s, table, rows)
+        return
     driver = await driver_of(s)
     if driver is None:
         # Nothing sent yet: SQLAlchemy begins the transaction with this statement.
@@ -199,6 +224,74 @@ class _Statement:
 @cache
 def _statement(table: Table, columns: tuple[str, ...], dialect: Dialect) -> _Statement:
     return _Statement(table, columns, dialect)
+
+
+async def insert_together(
+    s: AsyncSession,
+    pending: Mapping[Table, Sequence[Mapping[str, Any]]],
+    notify: tuple[str, str] | None = None,
+) -> None:
+    """PostgreSQL: insert a few rows into each of several tables, and NOTIFY `notify`'s
+    channel with its payload, as one statement in the session's transaction: one round
+    trip where a statement per table took one each. Each table's rows go as an array per
+    column (`unnest`), so the statement's text, and the plan kept for it, depends on the
+    tables and columns alone, not on how many rows there are. A foreign key between two
+    of the tables is checked as the statement ends, with every row in place."""
+    tables = tuple((table, tuple(rows[0])) for table, rows in pending.items() if rows)
+    statement = _together(tables, notify is not None, s.get_bind().dialect)
+    args: list[Any] = []
+    for (table, columns), rows in zip(tables, (r for r in pending.values() if r), strict=True):
+        args.extend(statement.arrays(table, columns, rows))
+    if notify is not None:
+        args.extend(notify)
+    driver = await driver_of(s)
+    if driver is None:  # nothing sent yet: SQLAlchemy begins the transaction with it
+        await (await s.connection()).exec_driver_sql(statement.sql, tuple(args))
+        return
+    await run(driver, statement.sql, [tuple(args)])
+
+
+class _Together:
+    """The statement of `insert_together` for some tables' columns."""
+
+    def __init__(
+        self, tables: tuple[tuple[Table, tuple[str, ...]], ...], notify: bool, dialect: Dialect
+    ) -> None:
+        quote = dialect.identifier_preparer.quote
+        parts: list[str] = []
+        n = 0
+        self._converters = {t: _converters(t, columns, dialect) for t, columns in tables}
+        for table, columns in tables:
+            arrays = []
+            for name in columns:
+                n += 1
+                arrays.append(f"${n}::{table.c[name].type.compile(dialect)}[]")
+            names = ", ".join(quote(name) for name in columns)
+            parts.append(
+                f"INSERT INTO {dialect.identifier_preparer.format_table(table)} ({names}) "
+                f"SELECT * FROM unnest({', '.join(arrays)})"
+            )
+        if notify:
+            parts.append(f"SELECT pg_notify(${n + 1}, ${n + 2})")
+        *first, last = parts
+        ctes = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(first))
+        self.sql = f"WITH {ctes} {last}" if ctes else last
+
+    def arrays(
+        self, table: Table, columns: tuple[str, ...], rows: Sequence[Mapping[str, Any]]
+    ) -> list[list[Any]]:
+        """The rows' values, a list per column, converted as SQLAlchemy binds them."""
+        arrays = [[row[name] for row in rows] for name in columns]
+        for i, convert in self._converters[table]:
+            arrays[i] = [convert(v) for v in arrays[i]]
+        return arrays
+
+
+@cache
+def _together(
+    tables: tuple[tuple[Table, tuple[str, ...]], ...], notify: bool, dialect: Dialect
+) -> _Together:
+    return _Together(tables, notify, dialect)
 
 
 async def _yielding(records: Iterable[tuple[Any, ...]]) -> AsyncIterator[tuple[Any, ...]]:

@@ -5,7 +5,7 @@ cache key, an execution context, bind processing, a result to set up): on a smal
 create that cost several times the INSERTs themselves. The appends a transaction makes
 with SQL that never changes (its rows as inserted, its events, its NOTIFY) go straight
 to the driver's connection instead, inside the same transaction, which SQLAlchemy began
-and commits (db/bulk.py `insert_rows`, dispatch/wakeups.py).
+and commits (db/bulk.py `insert_rows` and `insert_together`, db/deferred.py).
 """
 
 from __future__ import annotations

@@ -23,11 +23,10 @@ from collections.abc import AsyncIterator, Container, Iterable, Iterator, Mappin
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from ..db.deferred import defer_notify
 from ..db.engine import asyncpg_dsn
-from ..db.session_driver import driver_of, run
 from ..domain.announcements import EVERY, READY_TYPES
 
 log = logging.getLogger(__name__)
@@ -64,12 +63,8 @@ class ReadyWaiters:
         on commit and dropped on rollback, like the change it announces."""
         ready = s.info.get(READY_TYPES)
         if ready and s.get_bind().dialect.name == "postgresql":
-            payload = ready_payload(ready)
-            driver = await driver_of(s)
-            if driver is None:  # nothing sent yet: SQLAlchemy begins with this statement
-                await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
-            else:
-                await run(driver, "SELECT pg_notify($1, $2)", [(CHANNEL, payload)])
+            # Sent with the transaction's other appends, in one statement.
+            defer_notify(s, CHANNEL, ready_payload(ready))
 
     def after_commit(self, info: Mapping[str, Any]) -> None:
         ready = info.get(READY_TYPES)

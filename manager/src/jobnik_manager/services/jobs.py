@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,7 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from jobnik_protocol.wire import SystemReason
 
-from ..db.bulk import insert_new
+from ..db.bulk import FEW_ROWS, insert_new
+from ..db.deferred import gathered
 from ..db.engine import now_in
 from ..db.models import DeadLetterDiscard, Event, Job, JobAsset, Stage, Task
 from ..domain.errors import RuleViolation
@@ -67,12 +69,16 @@ async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
         unique_key=new.unique_key,
         expires_at=new.expires_at,
     )
-    await insert_new(s, job)
-    await moved(s, job, JOB_CREATED, now)
     stages: list[CreatedStage] = []
-    for order, new_stage in enumerate(new.stages, start=1):
-        previous = stages[-1].stage if stages else None
-        stages.append(await insert_stage(s, job, new_stage, order, previous, now))
+    # A few rows per table: one statement for them all (a small create is a task's
+    # latency); many go as bulk loads, each after the rows it refers to.
+    few = all(len(st.tasks) <= FEW_ROWS for st in new.stages)
+    async with gathered(s) if few else nullcontext():
+        await insert_new(s, job)
+        await moved(s, job, JOB_CREATED, now)
+        for order, new_stage in enumerate(new.stages, start=1):
+            previous = stages[-1].stage if stages else None
+            stages.append(await insert_stage(s, job, new_stage, order, previous, now))
     if new.stages and new.stages[0].without_tasks and stages[0].stage.status is StageStatus.PENDING:
         return await _pass_empty_first_stage(s, job.id, stages, now)
     return CreatedJob(job, stages)
