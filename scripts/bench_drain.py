@@ -87,7 +87,7 @@ from jobnik_manager.db import migrate
 from jobnik_manager.db.engine import Database
 from jobnik_manager.db.models import Event, Job, Task
 from jobnik_manager.db.types import UtcDateTime
-from jobnik_sdk import JobnikClient, NewStage, NewTask, TaskReport, Worker
+from jobnik_sdk import JobnikClient, NewStage, NewTask, TaskReport, Worker, tune_gc
 
 # Databases of their own per run (the process id in the name), so runs never collide.
 SERVER = "postgresql+asyncpg://postgres@127.0.0.1:5432"
@@ -1603,6 +1603,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == CHILD:
+        tune_gc()  # as a deployed worker's process (the worker template's) does
         try:
             asyncio.run(child_main(json.loads(sys.argv[2])))
         except Exception:

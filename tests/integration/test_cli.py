@@ -152,3 +152,20 @@ def test_serve_exits_when_the_apps_startup_fails(tmp_path: Path) -> None:
         pytest.fail(f"serve kept serving without its background work:\n{errors}")
     assert proc.returncode != 0
     assert "Application startup failed" in errors, errors
+
+
+def test_the_served_app_collects_its_young_objects_less_often(tmp_path: Path) -> None:
+    """`serve` builds the app and sets the collector's young threshold (the default,
+    700 allocations, made collecting a tenth of a read's CPU)."""
+    code = (
+        "import gc; from jobnik_manager import cli; from jobnik_protocol import process;"
+        "cli.served_app();"
+        "print(gc.get_threshold()[0], process.YOUNG_COLLECTION_EVERY)"
+    )
+    env = {"JOBNIK_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'gc.db'}", "PATH": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    young, expected = done.stdout.split()
+    assert young == expected and int(young) > 700

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from jobnik_protocol.logs import configure_logging, uvicorn_log_config
+from jobnik_protocol.process import tune_gc
 
 from .db import migrate
 from .db.engine import Database
@@ -131,12 +132,13 @@ def _refuse_unless_migrated(settings: Settings) -> None:
 def served_app(settings: Settings | None = None) -> FastAPI:
     """The app as `serve` runs it. What exists once it is built lives as long as the
     process: the collector stops scanning it (gc.freeze), which spares large requests
-    long full collections."""
+    long full collections; and the young generation is collected less often."""
     from .app import create_app
 
     app = create_app(settings)
     gc.collect()
     gc.freeze()
+    tune_gc()
     return app
 
 

@@ -13,6 +13,8 @@
 import typing
 import warnings
 
+from jobnik_protocol.process import tune_gc
+
 from . import _models
 from ._backoff import Backoff
 from ._client import ConsumerClient, JobnikClient
@@ -82,6 +84,7 @@ __all__ = [
     "Worker",
     "WorkerSettings",
     "__version__",
+    "tune_gc",
 ]
 __all__ += _models.__all__
 
