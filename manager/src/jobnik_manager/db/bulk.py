@@ -237,10 +237,11 @@ async def insert_together(
     column (`unnest`), so the statement's text, and the plan kept for it, depends on the
     tables and columns alone, not on how many rows there are. A foreign key between two
     of the tables is checked as the statement ends, with every row in place."""
-    tables = tuple((table, tuple(rows[0])) for table, rows in pending.items() if rows)
+    groups = [(table, tuple(rows[0]), rows) for table, rows in pending.items() if rows]
+    tables = tuple((table, columns) for table, columns, _ in groups)
     statement = _together(tables, notify is not None, s.get_bind().dialect)
     args: list[Any] = []
-    for (table, columns), rows in zip(tables, (r for r in pending.values() if r), strict=True):
+    for table, columns, rows in groups:
         args.extend(statement.arrays(table, columns, rows))
     if notify is not None:
         args.extend(notify)

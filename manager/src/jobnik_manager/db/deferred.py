@@ -24,6 +24,7 @@ from .bulk import FEW_ROWS, defer, gathering, insert_many, insert_together, take
 __all__ = ["DeferringSession", "defer", "defer_notify", "gathered", "write_deferred"]
 
 _NOTIFY = "deferred_notify"  # Session.info key: (channel, payload) of the NOTIFY to send
+_NOTIFY_SQL = text("SELECT pg_notify(:c, :p)")  # where the rows go table by table
 
 
 def defer_notify(s: AsyncSession, channel: str, payload: str) -> None:
@@ -66,7 +67,7 @@ async def write_deferred(s: AsyncSession) -> None:
     for table, rows in pending.items():
         await insert_many(s, table, rows)
     if notify is not None:
-        await s.execute(text("SELECT pg_notify(:c, :p)"), {"c": notify[0], "p": notify[1]})
+        await s.execute(_NOTIFY_SQL, {"c": notify[0], "p": notify[1]})
 
 
 def _write(session: Session) -> None:
@@ -77,7 +78,7 @@ def _write(session: Session) -> None:
             session.execute(insert(table), rows)
     notify: tuple[str, str] | None = session.info.pop(_NOTIFY, None)
     if notify is not None:
-        session.execute(text("SELECT pg_notify(:c, :p)"), {"c": notify[0], "p": notify[1]})
+        session.execute(_NOTIFY_SQL, {"c": notify[0], "p": notify[1]})
 
 
 class DeferringSession(Session):
