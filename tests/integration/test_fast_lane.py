@@ -12,8 +12,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from jobnik_manager.api.fast_lane import FastRoute
+from jobnik_manager.api.fast_lane import FastLane
 from jobnik_manager.app import create_app
 from jobnik_manager.db.engine import Database
 from jobnik_manager.settings import Settings
@@ -31,7 +32,7 @@ VARYING |= {"leaseExpiresAt", "traceparent"}
 @asynccontextmanager
 async def _client_without_fast_lane(db: Database) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(Settings(database_url=db.url), database=db)
-    app.router.routes[:] = [r for r in app.router.routes if not isinstance(r, FastRoute)]
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not FastLane]
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://manager") as c:
         yield c
@@ -212,4 +213,55 @@ async def test_a_method_the_fast_paths_do_not_take_is_refused_405_and_changes_no
         assert answer.json()["code"] == "METHOD_NOT_ALLOWED"
         assert method not in answer.headers["allow"]
     assert (await api.task(task["id"]))["status"] == "PENDING"
+    await assert_invariants(db)
+
+
+class _RouterSeen:
+    """Outermost: notes, for each request, whether FastAPI's router saw it (Starlette's
+    router leaves itself in the request's scope)."""
+
+    def __init__(self, app: ASGIApp, seen: list[tuple[str, str, bool]]) -> None:
+        self.app = app
+        self.seen = seen
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+        if scope["type"] == "http":
+            self.seen.append((scope["method"], scope["path"], "router" in scope))
+
+
+async def test_the_workers_calls_are_answered_without_fastapis_router(db: Database) -> None:
+    seen: list[tuple[str, str, bool]] = []
+    app = create_app(Settings(database_url=db.url), database=db)
+    app.add_middleware(_RouterSeen, seen=seen)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://manager") as http:
+        api = Api(http)
+        job, stage, _ = await api.one_stage_job(unique("seen"), tasks=3)
+        kind = stage["type"]
+        del seen[:]
+        dequeued = (await http.patch(f"/v1/stages/{kind}/tasks/dequeue")).json()
+        reads = [f"/v1/tasks/{dequeued['id']}", f"/v1/stages/{stage['id']}"]
+        reads.append(f"/v1/jobs/{job['id']}")
+        for path in reads:
+            assert (await http.get(path)).status_code == 200, path
+        done = await http.put(f"/v1/tasks/{dequeued['id']}/status", json={"status": "COMPLETED"})
+        assert done.status_code == 200, done.text
+        claimed = (await http.post("/v1/tasks/claim", json={"stageTypes": [kind]})).json()
+        [item] = claimed["items"]
+        report = {"taskId": item["id"], "leaseId": item["leaseId"], "status": "COMPLETED"}
+        answer = await http.post("/v1/tasks/reports", json={"reports": [report]})
+        assert answer.status_code == 200, answer.text
+        missing = await http.get(f"/v1/stages/{UNKNOWN_TASK}")  # a route's error, answered
+        assert (missing.status_code, missing.json()["code"]) == (404, "STAGE_NOT_FOUND")
+        fast = [(method, by_router) for method, _, by_router in seen]
+        methods = ("PATCH", "GET", "GET", "GET", "PUT", "POST", "POST", "GET")
+        assert fast == [(m, False) for m in methods]
+        # What the fast lane does not take goes on to FastAPI's route.
+        del seen[:]
+        with_tasks = await http.get(f"/v1/stages/{stage['id']}?should_return_tasks=true")
+        assert with_tasks.status_code == 200 and len(with_tasks.json()["tasks"]) == 3
+        bad_id = await http.get("/v1/jobs/not-an-id")
+        assert bad_id.status_code == 400
+        assert [by_router for _, _, by_router in seen] == [True, True]
     await assert_invariants(db)

@@ -129,13 +129,14 @@ def create_app(
     # which word their refusals as the spec does.
     for module in _OJS:
         app.include_router(module.router, dependencies=[Depends(documented_method)])
-    # The workers' per-task calls skip FastAPI's dependency solving and validation.
-    install_fast_lane(app)
     # The request edge (added last: outermost) reads and parses a body once, and the
     # one RouteTemplates resolves a path once, for whichever reader asks first: the
     # order of the middlewares below decides only which refusal a request meets first.
     routes = app.state.routes = RouteTemplates(app.state.route_methods)
     limits = Limits(settings.max_body_bytes, settings.max_body_values)
+    # The workers' per-task calls (innermost: once every check below has passed) skip
+    # FastAPI's middlewares, router, dependency solving and validation.
+    install_fast_lane(app, routes)
     # What no route may take is refused before any sees it.
     app.add_middleware(InputGuard, limits=limits)
     if settings.auth == "on":  # outside the guard: who asks is known first

@@ -1,33 +1,39 @@
-"""The calls workers make per task, as plain Starlette routes ahead of FastAPI's.
+"""The calls workers make per task, answered ahead of FastAPI's app.
 
 `PATCH /v1/stages/{stageType}/tasks/dequeue` and `PUT /v1/tasks/{taskId}/status` are
 nearly all of a v1 worker's traffic, with `GET` of the task's stage and job where the
 worker reads them around each task (the reference SDK's does); `POST /v1/tasks/claim`
 and `POST /v1/tasks/reports` nearly all of an SDK worker's. FastAPI's dependency
 solving and validation of a request cost as much CPU as the statement each runs (the
-v1 drain takes nearly twice the manager's CPU per task through them), and sit between
-a woken worker and its task. Each of these routes takes only a request that its
-FastAPI route would accept as it stands: no query parameters, path parameters the
+v1 drain takes nearly twice the manager's CPU per task through them), and its own
+middlewares and router (exceptions, exit stacks, body limits, the routes tried in turn)
+a fifth of a read by key's. These sit between a woken worker and its task.
+
+`FastLane` is the innermost of the manager's middlewares: a request has been counted,
+authenticated and guarded (api/guard.py) when it gets here, and its route template is
+the one the others resolved (observe/http.RouteTemplates). It takes only a request that
+its FastAPI route would accept as it stands: no query parameters, path parameters the
 route's own checks pass, and for the others a JSON body (as the edge parsed it,
 api/edge.py) that the route's model validates; it calls the route's own function with
-it. Anything else it hands back to the app's router, which passes the fast routes by
-this time and finds the FastAPI route, which answers it as ever, errors included. Being
-routes of the app's router, they are matched by it, and what their functions raise is
-answered by the app's exception handlers as from any route.
+it. Anything else goes on to FastAPI's app, whose route answers it as ever, errors
+included. What a route function raises is answered by the app's handler for its type,
+as FastAPI's exception middleware would; an error with no handler but the catch-all's
+goes on up to the app's outermost middleware, as from any route.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from pydantic import TypeAdapter, ValidationError
-from starlette.routing import Match, Route, Router
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..asgi import HttpMiddleware
 from ..db.engine import Database
+from ..observe.http import RouteTemplates
 from ..settings import Settings
 from .body_scan import Refusal, Unreadable
 from .deps import InlineTasks
@@ -43,13 +49,15 @@ M = TypeVar("M", bound=Inbound)
 # What a fast route's function answers with: the route function's call, or None to hand
 # the request to the FastAPI route.
 Take = Callable[[Scope, Receive], Awaitable[Awaitable[Response] | None]]
-_PASSED = "jobnik.fast_lane.passed"  # handed on: the router is to pass the fast routes by
+# Each answered by the app's outermost middleware, after its handler answers (Starlette's
+# rule): they are not looked up here.
+_CATCH_ALL = (500, Exception)
 
 
-def install_fast_lane(app: FastAPI) -> None:
-    """Put the fast routes ahead of FastAPI's in `app`'s router."""
+def install_fast_lane(app: FastAPI, routes: RouteTemplates) -> None:
+    """Answer the fast routes ahead of `app`'s own middlewares and router; to be added
+    before the manager's other middlewares (the first added is the innermost)."""
     takes: dict[tuple[str, str], Take] = {
-        # In the order the router tries them: an SDK worker's calls first.
         ("/v1/tasks/claim", "POST"): _claim,
         ("/v1/tasks/reports", "POST"): _reports,
         ("/v1/tasks/{taskId}/status", "PUT"): _report,
@@ -59,41 +67,54 @@ def install_fast_lane(app: FastAPI) -> None:
         ("/v1/jobs/{jobId}", "GET"): _get_job,
     }
     documented: dict[str, frozenset[str]] = app.state.route_methods
-    for (path, method), _ in takes.items():
+    for path, method in takes:
         assert method.lower() in documented.get(path, ()), f"no route {method} {path}"
-    fast = [FastRoute(path, method, take, app.router) for (path, method), take in takes.items()]
-    app.router.routes[0:0] = fast
+    app.add_middleware(FastLane, api=app, routes=routes, takes=takes)
 
 
-class FastRoute(Route):
-    def __init__(self, path: str, method: str, take: Take, router: Router) -> None:
-        super().__init__(path, _unused, methods=[method], include_in_schema=False)
-        self.take = take
-        self.router = router
+class FastLane(HttpMiddleware):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        api: FastAPI,
+        routes: RouteTemplates,
+        takes: Mapping[tuple[str, str], Take],
+    ) -> None:
+        super().__init__(app)
+        self.api = api
+        self.routes = routes
+        self.takes = takes
 
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if _PASSED in scope:
-            return Match.NONE, {}
-        return super().matches(scope)
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        take = None
+        if not scope["query_string"]:
+            template, params = self.routes.resolve(scope)
+            take = self.takes.get((template, scope["method"]))
+        if take is not None:
+            scope["path_params"] = params
+            work = await take(scope, receive)
+            if work is not None:
+                try:
+                    response = await work
+                except Exception as exc:
+                    handler = self._handler(exc)
+                    if handler is None:
+                        raise
+                    response = await handler(Request(scope, receive), exc)
+                    assert isinstance(response, Response)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # The router hands a route the requests of other methods on its path too (a
-        # partial match): those are FastAPI's to refuse, as any other route's are.
-        ours = scope["method"] in (self.methods or ())
-        work = await self.take(scope, receive) if ours and not scope["query_string"] else None
-        if work is None:
-            # To FastAPI's route, as though this one were not there.
-            scope[_PASSED] = True
-            await self.router(scope, receive, send)
-            return
-        # What the route function raises goes, as from any route, to the app's exception
-        # middleware around the router, and so to the app's handlers.
-        response = await work
-        await response(scope, receive, send)
-
-
-async def _unused(request: Request) -> Response:
-    raise AssertionError("a fast route answers in its handle()")  # pragma: no cover
+    def _handler(self, exc: Exception) -> Callable[[Request, Exception], Any] | None:
+        """The app's handler for `exc`'s type or its nearest base that has one, as
+        FastAPI's exception middleware finds it (the app's handlers are all async)."""
+        handlers = self.api.exception_handlers
+        for cls in type(exc).__mro__:
+            if cls in handlers and cls not in _CATCH_ALL:
+                return handlers[cls]
+        return None
 
 
 def _db(scope: Scope) -> Database:
