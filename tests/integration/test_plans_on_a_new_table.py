@@ -73,9 +73,19 @@ async def test_a_completion_planned_on_small_tables_finds_its_tasks_by_id(new: D
     assert full_scans(plan) == []
 
 
-@pytest.mark.parametrize("name", ["task", "stage", "job"])
-async def test_a_read_planned_on_small_tables_is_a_key_lookup(new: Database, name: str) -> None:
-    plan = await explain(new, statement(queries("read")[name]), {"id": uuid.uuid4()})
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("task", {"id": uuid.uuid4()}),
+        ("stages", {"ids": [uuid.uuid4(), uuid.uuid4()]}),
+        ("jobs", {"ids": [uuid.uuid4(), uuid.uuid4()]}),
+    ],
+    ids=["task", "stages", "jobs"],
+)
+async def test_a_read_planned_on_small_tables_is_a_key_lookup(
+    new: Database, name: str, params: dict[str, Any]
+) -> None:
+    plan = await explain(new, statement(queries("read")[name]), params)
     assert full_scans(plan) == []
 
 

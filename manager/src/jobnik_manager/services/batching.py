@@ -4,7 +4,11 @@ arrive while one of their kind is under way wait for it and go next, as one
 (`reports.settle`, `claims.claim` with a limit), so that sixteen workers' calls cost one
 transaction and one commit rather than sixteen, each holding the stage's counters in
 turn (a report's while its durable commit is flushed). A call that comes alone goes at
-once: an idle manager adds no delay.
+once: an idle manager adds no delay. The reads of a stage or a job by id that the
+reference SDK's workers make around each task go together the same way, each batch one
+lookup of all their keys: a statement's round trip and transaction cost PostgreSQL
+several times what the lookup does. A read waits at most for the batch before it, and
+sees every change answered before it was asked.
 
 Each report is still durable before it is answered, and settled on its own: a refused
 one (a lost lease) refuses no other. A batch holds the calls of one principal only, made
@@ -21,7 +25,9 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
+from ..db import reads
 from ..db.engine import Database, acting_name
+from ..db.models import Job, Stage
 from ..domain.errors import DomainError
 from .claims import claim
 from .reports import Report, TaskView, settle
@@ -128,3 +134,23 @@ async def dequeue(
     return await _batches(db, ("dequeue", stage_type, lease, worker), run).submit(
         None, shielded=False
     )
+
+
+async def stage(db: Database, stage_id: uuid.UUID) -> Stage | None:
+    """The stage's columns (`db.reads.stages`), or None."""
+
+    async def run(ids: list[uuid.UUID]) -> list[Stage | None]:
+        found = await reads.stages(db, ids)
+        return [found.get(i) for i in ids]
+
+    return await _batches(db, "stage", run).submit(stage_id, shielded=False)
+
+
+async def job(db: Database, job_id: uuid.UUID) -> tuple[Job, list[Stage]] | None:
+    """The job and its stages (`db.reads.jobs_and_stages`), or None."""
+
+    async def run(ids: list[uuid.UUID]) -> list[tuple[Job, list[Stage]] | None]:
+        found = await reads.jobs_and_stages(db, ids)
+        return [found.get(i) for i in ids]
+
+    return await _batches(db, "job", run).submit(job_id, shielded=False)

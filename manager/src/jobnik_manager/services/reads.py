@@ -1,5 +1,6 @@
-"""One job, stage or task by id, with its progress: a key lookup each (db/reads.py),
-the progress from the stages' counters (services/progress.py)."""
+"""One job, stage or task by id, with its progress: a key lookup each (db/reads.py; a
+stage's or a job's with those other requests are reading at the same time,
+services/batching.py), the progress from the stages' counters (services/progress.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ..db import reads
 from ..db.engine import Database
 from ..db.models import Job, Stage
 from ..domain.errors import JobNotFound, StageNotFound, TaskNotFound
-from . import progress
+from . import batching, progress
 
 
 async def task(db: Database, task_id: uuid.UUID) -> Mapping[str, Any]:
@@ -24,7 +25,7 @@ async def task(db: Database, task_id: uuid.UUID) -> Mapping[str, Any]:
 
 async def stage(db: Database, stage_id: uuid.UUID) -> tuple[Stage, float]:
     """The stage and its progress."""
-    st = await reads.stage(db, stage_id)
+    st = await batching.stage(db, stage_id)
     if st is None:
         raise StageNotFound()
     return st, progress.of_stage(st)
@@ -32,7 +33,7 @@ async def stage(db: Database, stage_id: uuid.UUID) -> tuple[Stage, float]:
 
 async def job(db: Database, job_id: uuid.UUID) -> tuple[Job, float]:
     """The job and its progress."""
-    found = await reads.job_and_stages(db, job_id)
+    found = await batching.job(db, job_id)
     if found is None:
         raise JobNotFound()
     j, stages = found

@@ -1,15 +1,16 @@
--- Reads of one job, stage or task by its key: what a v1 worker reads around each task
--- (db/reads.py). Each is a primary key lookup, whatever the size of the stage and
--- whether or not the table has statistics yet; a stage's progress is in its counters.
+-- Reads of jobs, stages and tasks by their keys: what a v1 worker reads around each task
+-- (db/reads.py; the reads of many workers at once go as one, services/batching.py).
+-- Each is a primary key lookup, whatever the size of the stage and whether or not the
+-- table has statistics yet; a stage's progress is in its counters.
 
 -- name: task
 SELECT * FROM tasks WHERE id = :id::uuid
 
--- name: stage
-SELECT * FROM stages WHERE id = :id::uuid
+-- name: stages
+SELECT * FROM stages WHERE id = ANY(:ids::uuid[])
 
--- name: job
--- The job, once per stage, with what its progress needs of each stage (its status, its
+-- name: jobs
+-- Each job, once per stage, with what its progress needs of each stage (its status, its
 -- summary counters and running progress, as stage_<column>); one row with NULLs there
 -- for a job without stages.
 SELECT jobs.*,
@@ -19,4 +20,4 @@ SELECT jobs.*,
        stages.created AS stage_created, stages.retried AS stage_retried,
        stages.aborted AS stage_aborted
 FROM jobs LEFT JOIN stages ON stages.job_id = jobs.id
-WHERE jobs.id = :id::uuid
+WHERE jobs.id = ANY(:ids::uuid[])
