@@ -7,7 +7,10 @@ on the one given with --url (dropped and recreated first!, and left for inspecti
     each cycle claiming one row with `FOR UPDATE SKIP LOCKED` (one transaction) and then
     completing it (another). Every throughput below is also given as a ratio to it, so
     figures from machines (or days) of different speed compare;
-  * create: one `POST /v1/jobs` holding a stage of N no-op tasks;
+  * create: one `POST /v1/jobs` holding a stage of N no-op tasks (sdkcreate: the same
+    through the SDK); each create is measured on the second of its kind: the manager's
+    first large request grows its memory, which a manager that has served a while has
+    done already;
   * sdk: the SDK's `Worker` (concurrency 16, a no-op handler) in a process of its own;
   * v1: 16 HTTP loops of `PATCH /v1/stages/{type}/tasks/dequeue` + `PUT .../status`,
     each over a keep-alive connection of its own; the client is scripts/bench_http.py, a
@@ -1078,6 +1081,10 @@ class Bench:
             clear_up: Callable[[], Awaitable[None]] = partial(purge_queue, base, stage_type)
         else:
             make = create_job if mode == "create" else sdk_create_job
+            first, _ = await self.manager.watch(make(base, f"{stage_type}-first", n))
+            await abort_job(base, first)
+            before, cpu = await self.counters(), self.manager.cpu_seconds()
+            pg_cpu = await self.database_cpu()
             job_id, elapsed = await self.manager.watch(make(base, stage_type, n))
             self._job = job_id
             made, what = Task.job_id == job_id, f"job {job_id}"
@@ -1602,8 +1609,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main() -> None:
+    # As a deployed worker's process (the worker template's) does, and a producer's that
+    # creates large jobs (sdk/README.md): the creates are made from this process.
+    tune_gc()
     if len(sys.argv) == 3 and sys.argv[1] == CHILD:
-        tune_gc()  # as a deployed worker's process (the worker template's) does
         try:
             asyncio.run(child_main(json.loads(sys.argv[2])))
         except Exception:
