@@ -87,25 +87,30 @@ class FastLane(HttpMiddleware):
         self.takes = takes
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        take = None
+        response = None
         if not scope["query_string"]:
             template, params = self.routes.resolve(scope)
             take = self.takes.get((template, scope["method"]))
-        if take is not None:
-            scope["path_params"] = params
+            if take is not None:
+                scope["path_params"] = params
+                response = await self._answer(take, scope, receive)
+        if response is None:
+            await self.app(scope, receive, send)
+        else:
+            await response(scope, receive, send)
+
+    async def _answer(self, take: Take, scope: Scope, receive: Receive) -> Response | None:
+        """The route function's answer, or None if `take` hands the request on."""
+        try:
             work = await take(scope, receive)
-            if work is not None:
-                try:
-                    response = await work
-                except Exception as exc:
-                    handler = self._handler(exc)
-                    if handler is None:
-                        raise
-                    response = await handler(Request(scope, receive), exc)
-                    assert isinstance(response, Response)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+            return None if work is None else await work
+        except Exception as exc:
+            handler = self._handler(exc)
+            if handler is None:
+                raise
+            response = await handler(Request(scope, receive), exc)
+            assert isinstance(response, Response)
+            return response
 
     def _handler(self, exc: Exception) -> Callable[[Request, Exception], Any] | None:
         """The app's handler for `exc`'s type or its nearest base that has one, as

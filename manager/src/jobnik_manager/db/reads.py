@@ -1,6 +1,8 @@
-"""One job, stage or task by its key, as a statement of its own: on PostgreSQL, run
-directly on asyncpg (db/sql/read.sql, db/direct.py); on SQLite, on the writer's
-connection and thread (db/sqlite_writer.py), one hop from the event loop.
+"""Jobs, stages and tasks by their keys, as a statement of their own: on PostgreSQL,
+run directly on asyncpg (db/sql/read.sql, db/direct.py); on SQLite, on the writer's
+connection and thread (db/sqlite_writer.py), one hop from the event loop. The stages and
+jobs are read by a list of keys: the reads that many workers make at once go as one
+(services/batching.py).
 
 These are the reads a v1 worker makes around each task (the reference SDK reads the
 task's stage and its job before every handler), so each costs a key lookup and no
@@ -108,5 +110,5 @@ def _jobs_statement() -> DirectStatement:
     sql = queries("read")["jobs"]
     missing = [c for c in ("status", *_JOB_STAGE_COLUMNS) if f"AS stage_{c}" not in sql]
     if missing:
-        raise AssertionError(f"read.sql's job reads no stage_{missing[0]}")
+        raise AssertionError(f"read.sql's jobs reads no stage_{missing[0]}")
     return statement(sql)
