@@ -49,9 +49,7 @@ async def test_reads_together_answer_as_each_alone(
 ) -> None:
     made = await _jobs(api, 5)
     # Something moved: a stage's counters and a job's status are in the answers.
-    [dequeued] = [
-        (await api.http.patch(f"/v1/stages/{made[1][1][0]['type']}/tasks/dequeue")).json()
-    ]
+    dequeued = (await api.http.patch(f"/v1/stages/{made[1][1][0]['type']}/tasks/dequeue")).json()
     assert dequeued["status"] == "IN_PROGRESS"
     paths = [f"/v1/jobs/{job['id']}" for job, _ in made]
     paths += [f"/v1/stages/{stage['id']}" for _, stages in made for stage in stages]
