@@ -160,6 +160,16 @@ async def test_an_expiry_racing_claims_settles_each_task_once(
     [
         {"expiresAt": "2026-11-28T11:59:59Z"},  # a job's, past
         {"stages": [{"type": "t", "data": {}, "tasks": [{"data": {}, "expiresAt": at(-1)}]}]},
+        # Found as a large create's rows stream in, thousands already sent.
+        {
+            "stages": [
+                {
+                    "type": "t",
+                    "data": {},
+                    "tasks": [{"data": {}}] * 8_000 + [{"data": {}, "expiresAt": at(-1)}],
+                }
+            ]
+        },
         {"expiresAt": "tomorrow"},
         {"expiresAt": "2026-11-28T13:00:00"},  # without its offset
         {"expiresAt": 1_800_000_000},
@@ -171,3 +181,4 @@ async def test_an_expiry_not_to_come_answers_400_and_makes_nothing(
     answer = await api.call("POST", "/v1/jobs", 400, json={"name": "x", "data": {}, **body})
     assert answer["code"] == "VALIDATION_ERROR" and answer["message"]
     assert (await api.call("GET", "/v1/jobs"))["total"] == 0
+    assert (await api.call("GET", "/v1/tasks"))["total"] == 0

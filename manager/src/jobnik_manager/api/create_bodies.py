@@ -8,9 +8,9 @@ parsed it (api/edge.py): one with more than `max_tasks_per_call` tasks is answer
 before a task is validated; one with many tasks is validated `SLICE` tasks at a time,
 the loop free for other requests in between, and the first slice with an error ends it
 (400, its first errors). FastAPI then takes the validated model as it is. A small body goes on to
-FastAPI as before. The routes convert such a body (`new_job`, ...) and answer the tasks
-they created (`created_task_bodies`) in slices too, and a large body is created with
-the cyclic garbage collector paused (`_collector_paused`).
+FastAPI as before. The routes convert a large body's tasks as they are inserted
+(`new_job`, ...), answer the tasks they created (`created_task_bodies`) in slices, and
+create a large body with the cyclic garbage collector paused (`_collector_paused`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
@@ -205,17 +205,6 @@ async def _tasks(tasks: list[Any], at: Location) -> list[TaskCreate]:
     return out
 
 
-async def _in_slices(items: Sequence[Any], convert: Callable[[Any], T]) -> list[T]:
-    """`[convert(item) for item in items]`, the event loop let in between slices."""
-    if len(items) <= SLICE:
-        return [convert(item) for item in items]
-    out: list[T] = []
-    for start in range(0, len(items), SLICE):
-        out.extend(convert(item) for item in items[start : start + SLICE])
-        await asyncio.sleep(0)
-    return out
-
-
 async def created_task_bodies(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """`task_bodies(rows)` of the rows a create inserted, a slice at a time."""
     if len(rows) <= SLICE:
@@ -227,19 +216,42 @@ async def created_task_bodies(rows: Sequence[Mapping[str, Any]]) -> list[dict[st
     return out
 
 
-async def new_tasks(tasks: Sequence[TaskCreate]) -> list[NewTask]:
-    return await _in_slices(tasks, TaskCreate.to_new)
+class _Converted(Sequence[T]):
+    """`items`, each converted as it is read: a large create's tasks become its use
+    case's specs as its rows stream into the database, no longer all before."""
+
+    def __init__(self, items: Sequence[Any], convert: Callable[[Any], T]) -> None:
+        self._items = items
+        self._convert = convert
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return [self._convert(item) for item in self._items[index]]
+        return self._convert(self._items[index])
 
 
-async def new_stage(payload: StageCreate) -> NewStage:
-    """`payload.to_new()`, its tasks converted in slices."""
+def new_tasks(tasks: Sequence[TaskCreate]) -> Sequence[NewTask]:
+    if len(tasks) <= SLICE:
+        return [task.to_new() for task in tasks]
+    return _Converted(tasks, TaskCreate.to_new)
+
+
+def new_stage(payload: StageCreate) -> NewStage:
+    """`payload.to_new()`, a large stage's tasks converted as they are inserted."""
     bare = payload.model_copy(update={"tasks": None}).to_new()
-    tasks = await new_tasks(payload.tasks or ())
+    tasks = new_tasks(payload.tasks or ())
     return replace(bare, tasks=tasks, without_tasks=payload.tasks == [])
 
 
-async def new_job(payload: JobCreate) -> NewJob:
-    """`payload.to_new()`, its stages' tasks converted in slices."""
-    stages = [await new_stage(stage) for stage in payload.stages or ()]
+def new_job(payload: JobCreate) -> NewJob:
+    """`payload.to_new()`, its large stages' tasks converted as they are inserted."""
+    stages = [new_stage(stage) for stage in payload.stages or ()]
     new = payload.model_copy(update={"stages": None}).to_new()
     return replace(new, stages=stages, owner=creator())

@@ -139,8 +139,19 @@ class TaskCreate(Inbound):
     expires_at: Schedule | None = None
 
     def to_new(self) -> NewTask:
-        policy = self.retry_policy.to_domain() if self.retry_policy else None
-        return NewTask(**same_named(self, NewTask, retry_policy=policy, id=None))
+        # Field by field, not by `same_named`: one per task of a create, this is a third
+        # of the time (tests/unit/test_schemas_to_new.py holds the two alike).
+        return NewTask(
+            data=self.data,
+            user_metadata=self.user_metadata,
+            max_attempts=self.max_attempts,
+            traceparent=self.traceparent,
+            tracestate=self.tracestate,
+            retry_policy=self.retry_policy.to_domain() if self.retry_policy else None,
+            not_before=self.not_before,
+            timeout_seconds=self.timeout_seconds,
+            expires_at=self.expires_at,
+        )
 
 
 class StageCreate(Inbound):

@@ -17,7 +17,9 @@ from ..domain.statuses import Priority
 from ..domain.tasks import DEFAULT_MAX_ATTEMPTS
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a create makes one per task, and a frozen dataclass sets each field
+# through object.__setattr__, three times the time of a plain one.
+@dataclass(slots=True)
 class NewTask:
     data: dict[str, Any]
     user_metadata: dict[str, Any] = field(default_factory=dict)

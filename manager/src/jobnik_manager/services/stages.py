@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, overload
@@ -187,26 +186,23 @@ async def insert_tasks(
 
     job_due = job.not_before if job.not_before is not None and job.not_before > now else None
 
-    def scheduled(task: NewTask) -> datetime | None:
-        """When the task may first be claimed, if that is still to come."""
-        if task.not_before is None:  # most tasks: the job's, worked out once
-            return job_due
-        due = max((t for t in (task.not_before, job.not_before) if t is not None), default=None)
-        return due if due is not None and due > now else None
+    def scheduled(at: datetime) -> datetime | None:
+        """When a task of its own time `at` may first be claimed, if that is to come."""
+        due = at if job.not_before is None else max(at, job.not_before)
+        return due if due > now else None
 
-    def expiry(task: NewTask) -> datetime | None:
-        """From when the task is never handed out: its own time or its job's."""
-        if task.expires_at is None:
-            return job.expires_at
-        if task.expires_at <= now:
+    def expiry(at: datetime) -> datetime:
+        """From when a task expiring at `at` is never handed out: then or at its job's."""
+        if at <= now:
             raise RuleViolation(
                 "expiresAt must be a time to come (a task that expired would never run)",
                 code="VALIDATION_ERROR",
             )
-        return min((t for t in (task.expires_at, job.expires_at) if t is not None), default=None)
+        return at if job.expires_at is None else min(at, job.expires_at)
 
     ids: list[uuid.UUID] = []
     spans, policy = new_traceparents(stage.traceparent), stage.retry_policy
+    timeout, job_expires = stage.timeout_seconds, job.expires_at
     # What every new task of the stage has alike; the rest, one tuple per task.
     same = {
         "stage_id": stage.id,
@@ -218,34 +214,39 @@ async def insert_tasks(
         "creation_time": now,
     }
     values: list[tuple[Any, ...]] = []
-    # A slice at a time, the event loop let in between: a create may carry 100,000 tasks.
-    for start in range(0, len(new), _SLICE):
-        if start:
-            await asyncio.sleep(0)
-        chunk = new[start : start + _SLICE]
-        made = new_task_ids(len(chunk))
-        ids.extend(task.id or id_ for task, id_ in zip(chunk, made, strict=True))
-        values.extend(
-            (
-                task_id,
-                claimable and not_before is None,
-                not_before,
-                p.max_attempts,
-                p.data,
-                p.user_metadata,
-                p.traceparent or next(spans),
-                p.tracestate,
-                p.retry_policy.to_json() if p.retry_policy else policy,
-                p.timeout_seconds or stage.timeout_seconds,
-                expiry(p),
+
+    def made() -> Iterator[tuple[Any, ...]]:
+        """Each task's values, kept in `values` (and its id in `ids`) as the insert takes
+        them: a large create's rows are made while PostgreSQL inserts the ones before
+        (db/bulk.py lets the event loop in as it streams them)."""
+        for start in range(0, len(new), _SLICE):
+            chunk = new[start : start + _SLICE]
+            ids.extend(
+                task.id or id_ for task, id_ in zip(chunk, new_task_ids(len(chunk)), strict=True)
             )
-            for task_id, p in zip(ids[start:], chunk, strict=True)
-            for not_before in (scheduled(p),)
-        )
-    if not values:
+            for task_id, p in zip(ids[start:], chunk, strict=True):
+                # Most tasks bring no time of their own: the stage's and job's, read once.
+                not_before = job_due if p.not_before is None else scheduled(p.not_before)
+                row = (
+                    task_id,
+                    claimable and not_before is None,
+                    not_before,
+                    p.max_attempts,
+                    p.data,
+                    p.user_metadata,
+                    p.traceparent or next(spans),
+                    p.tracestate,
+                    p.retry_policy.to_json() if p.retry_policy else policy,
+                    p.timeout_seconds or timeout,
+                    job_expires if p.expires_at is None else expiry(p.expires_at),
+                )
+                values.append(row)
+                yield row
+
+    if not new:
         return CreatedTasks(same, values)
     # In list order, so `seq` (the oldest-first tie-break) follows the request's order.
-    await insert_alike(s, Task, same, _VARYING, values)
+    await insert_alike(s, Task, same, _VARYING, made())
     await tasks_created(s, job.id, stage.id, ids, now)
     if not counted:
         await bump_summary(s, stage.id, {TaskStatus.PENDING: len(values)}, now)

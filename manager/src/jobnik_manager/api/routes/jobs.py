@@ -116,7 +116,7 @@ async def create_job(
     idempotency_key: IdempotencyKeyHeader = None,
     should_return_tasks: ReturnTasksQuery = True,
 ) -> Response:
-    new = await new_job(payload)
+    new = new_job(payload)
 
     async def work(s: AsyncSession) -> dict[str, object] | StoredAnswer:
         held = None
@@ -236,7 +236,7 @@ async def add_stage(
     idempotency_key: IdempotencyKeyHeader = None,
     should_return_tasks: ReturnTasksQuery = True,
 ) -> Response:
-    new = await new_stage(payload)
+    new = new_stage(payload)
 
     async def work(s: AsyncSession) -> dict[str, object]:
         created = await stage_service.add_stage(s, jobId, new)

@@ -123,7 +123,7 @@ def run_out(run: ScheduleRun) -> ScheduleRunOut:
 
 async def job_of(template: dict[str, Any]) -> NewJob:
     """A schedule's job, from its stored template, by the rules of POST /v1/jobs."""
-    return replace(await new_job(JobCreate.model_validate(template)), owner=None)
+    return replace(new_job(JobCreate.model_validate(template)), owner=None)
 
 
 def _dumped(out: Outbound, status: int = 200) -> Response:

@@ -121,7 +121,7 @@ async def add_tasks(
     payload: Annotated[list[TaskCreate], Body(min_length=1)],
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
-    new = await new_tasks(payload)
+    new = new_tasks(payload)
 
     async def work(s: AsyncSession) -> list[dict[str, object]]:
         return await created_task_bodies(await stage_service.add_tasks(s, stageId, new))
