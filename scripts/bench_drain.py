@@ -18,7 +18,8 @@ on the one given with --url (dropped and recreated first!, and left for inspecti
     CPU per request as the manager and competed with it for the machine;
   * v1read: the same loops as a reference v1 worker runs them, reading the task's
     stage and its job before each task (dequeue, GET stage, GET job, PUT);
-  * batch: 4 loops of `claim(limit=100)` + `report_many`, by hand with the SDK client;
+  * batch: 4 loops of `claim(limit=100)` + `report_many(with_tasks=False)` (`--report-tasks`:
+    answered with each task), by hand with the SDK client;
   * ojspush: the same number of Open Job Spec jobs pushed to /ojs/v1/jobs/batch, 1,000 a
     call (each a job of its own: one stage of one task);
   * ojs: those jobs drained by 4 loops of an OJS worker's FETCH (`count` 100) and an ACK
@@ -620,8 +621,10 @@ async def drain_batch(spec: dict[str, Any]) -> int:
         async def loop() -> None:
             nonlocal done
             while tasks := await client.claim(spec["stage_type"], limit=spec["batch_size"]):
+                # A loop that only checks each outcome asks for them without the tasks.
                 outcomes = await client.report_many(
-                    [TaskReport.completed(t.id, lease_id=t.lease_id) for t in tasks]
+                    [TaskReport.completed(t.id, lease_id=t.lease_id) for t in tasks],
+                    with_tasks=spec["report_tasks"],
                 )
                 refused = [o for o in outcomes if not o.ok]
                 if refused:
@@ -1045,7 +1048,8 @@ class Bench:
             "sdk": f"sdk Worker, concurrency {a.concurrency}",
             "v1": f"v1 dequeue + PUT status, {a.v1_loops} loops",
             "v1read": f"v1 dequeue + GET stage, job + PUT, {a.v1_loops} loops",
-            "batch": f"batch claim({a.batch_size}) + report_many, {a.batch_loops} loops",
+            "batch": f"batch claim({a.batch_size}) + report_many"
+            f"{'' if a.report_tasks else ' (no tasks)'}, {a.batch_loops} loops",
             "ojspush": f"OJS batch PUSH of {n:,} jobs, 1,000 a call",
             "ojs": f"OJS fetch({a.batch_size}) + ACK each, {a.batch_loops} loops",
         }[mode]
@@ -1137,6 +1141,7 @@ class Bench:
             "concurrency": a.concurrency,
             "loops": a.v1_loops if v1 else a.batch_loops,
             "batch_size": a.batch_size,
+            "report_tasks": a.report_tasks,
         }
         child = Child(spec)
         try:
@@ -1547,6 +1552,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--batch-loops", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument(
+        "--report-tasks",
+        action="store_true",
+        help="the batch loop's report_many answers each task too (withTasks, the default "
+        "of the API), rather than its outcome alone",
+    )
     parser.add_argument("--runs", type=int, default=1, help="interleaved repetitions")
     parser.add_argument("--history", type=int, default=0, help="finished tasks to add first")
     parser.add_argument(
