@@ -31,7 +31,9 @@ class JobnikClient(ProducerCalls, ScheduleCalls, ConsumerCalls):
     against a manager that ignores the header (a reference Jobnik manager), where a
     retried create could create a thing twice; creates are then retried only when they
     surely never reached the manager. `limits` bounds the connection pool (by default up
-    to 100 connections, of which 10 are kept alive for 4 seconds).
+    to 100 connections, of which 10 are kept alive for 4 seconds). A plain `http://`
+    manager without a proxy is reached through the SDK's own HTTP/1.1 transport
+    (`_transport.py`, half httpx's time per call); https and proxies through httpx's.
 
     `token` is sent as `Authorization: Bearer <token>` on every request, for a manager
     that runs with authentication; when it is None the client reads `JOBNIK_TOKEN` from

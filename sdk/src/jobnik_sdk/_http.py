@@ -4,6 +4,7 @@ the retry policy and turns failures into the SDK's exceptions."""
 from __future__ import annotations
 
 import logging
+import urllib.request
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -14,6 +15,7 @@ import httpx
 
 from ._exceptions import JobnikTransportError, api_error, redact
 from ._retry import RequestRetryPolicy, replay_for, send_with_retries
+from ._transport import PlainHttpTransport
 from ._version import __version__
 
 ParamValue = str | int | float | bool | datetime | uuid.UUID | Enum | list[str] | None
@@ -34,6 +36,17 @@ def _quiet_httpx() -> None:
     httpx_log = logging.getLogger("httpx")
     if httpx_log.level == logging.NOTSET:
         httpx_log.setLevel(logging.WARNING)
+
+
+def _plain_transport(base_url: str, limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
+    """The SDK's own transport for a manager reached over plain http without a proxy
+    (_transport.py); None leaves httpx its own (https, a proxy from the environment)."""
+    url = httpx.URL(base_url)
+    proxies = urllib.request.getproxies()
+    proxied = ("http" in proxies or "all" in proxies) and not urllib.request.proxy_bypass(url.host)
+    if url.scheme != "http" or proxied:
+        return None
+    return PlainHttpTransport(limits)
 
 
 class Http:
@@ -60,7 +73,7 @@ class Http:
         self._default_timeout = httpx.Timeout(self._timeout)
         self._client = httpx.AsyncClient(
             base_url=base_url,
-            transport=transport,
+            transport=transport or _plain_transport(base_url, limits),
             timeout=self._timeout,
             limits=limits,
             headers={"User-Agent": f"jobnik-sdk/{__version__}", **(headers or {})},
