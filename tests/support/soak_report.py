@@ -37,6 +37,7 @@ class Report:
     trace_exports: int
     invariants: str
     unfinished_tasks: int
+    unfinished: list[str]  # the first few of them, with their jobs' and stages' statuses
     failures: list[str]
 
     @classmethod
@@ -75,11 +76,15 @@ class Report:
             "SELECT count(*) FROM (SELECT task_id FROM soak_settlements WHERE to_status = "
             "'COMPLETED' GROUP BY task_id HAVING count(*) > 1) x",
         )
-        [unfinished] = await ledger_query(
+        # Each such task with its job, its stage and its moves, to tell what happened.
+        unfinished = await ledger_query(
             d.database_url,
-            "SELECT count(*) FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.status IN "
-            "('COMPLETED', 'FAILED', 'ABORTED') AND t.status NOT IN "
-            "('COMPLETED', 'FAILED', 'ABORTED')",
+            "SELECT j.name, j.status, s.type, s.status, t.id, t.status, (SELECT string_agg("
+            "coalesce(e.from_status, '-') || '>' || e.to_status || coalesce('(' || e.reason"
+            " || ')', ''), ' ' ORDER BY e.seq) FROM events e WHERE e.entity_id = t.id"
+            " AND e.to_status IS NOT NULL) FROM tasks t JOIN jobs j ON j.id = t.job_id"
+            " JOIN stages s ON s.id = t.stage_id WHERE j.status IN ('COMPLETED', 'FAILED',"
+            " 'ABORTED') AND t.status NOT IN ('COMPLETED', 'FAILED', 'ABORTED')",
         )
         counted: dict[str, float] = {}
         names = {
@@ -118,7 +123,11 @@ class Report:
             balancer.get("serverErrors", []),
             int(balancer.get("traceExports", 0)),
             invariants,
-            int(unfinished[0]),
+            len(unfinished),
+            [
+                f"job {name} {job} / stage {kind} {stage} / task {task_id} {task}: {moves}"
+                for name, job, kind, stage, task_id, task, moves in unfinished[:5]
+            ],
             [],
         )
         report.failures = report.check()
@@ -223,6 +232,7 @@ class Report:
             f"  settled twice: {self.settled_twice} leases, {self.completed_twice} tasks; "
             f"tasks not final in final jobs: {self.unfinished_tasks}"
         )
+        out.extend(f"    {line}" for line in self.unfinished)
         out.append("")
         out.append("Faults (recovery: from the fault until claims flow again)")
         kinds = Counter(f.kind for f in soak.faults)
