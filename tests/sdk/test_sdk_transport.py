@@ -140,6 +140,18 @@ async def test_an_answer_that_says_close_closes() -> None:
     assert server.connections == 2
 
 
+async def test_bytes_after_an_answer_retire_its_connection() -> None:
+    async def chatty(server: Server, head: bytes, body: bytes, w: asyncio.StreamWriter) -> bool:
+        w.write(answer(b"{}") + b"HTTP/1.1 408 Request Timeout\r\n")  # and half another
+        return True
+
+    async with scripted(chatty) as server, client() as http:
+        for _ in range(2):
+            assert (await http.get(server.base + "/")).json() == {}
+            await asyncio.sleep(0.05)
+    assert server.connections == 2
+
+
 async def test_a_server_that_hangs_up_without_answering_is_a_protocol_error() -> None:
     async def hang_up(server: Server, head: bytes, body: bytes, w: asyncio.StreamWriter) -> bool:
         return False

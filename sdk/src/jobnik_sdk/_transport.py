@@ -40,8 +40,7 @@ class _Connection(asyncio.Protocol):
         self._heard = 0.0  # when bytes last arrived: the read timeout is of silence
         self._any = False
         self._timer: asyncio.TimerHandle | None = None
-        self._status = 0
-        self._keep_alive = False
+        self._answer: tuple[int, list[tuple[bytes, bytes]], bytes, bool] = (0, [], b"", False)
 
     # -- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -49,6 +48,9 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if self._done is None or self._done.done():
+            self.close()  # bytes nobody asked for: the next answer could not be told apart
+            return
         self._heard = time.monotonic()
         self._any = True
         try:
@@ -78,11 +80,22 @@ class _Connection(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         self._body.append(body)
 
+    def on_message_begin(self) -> None:
+        if self._done is None or self._done.done():
+            self.close()  # an answer nobody asked for: the next could not be told apart
+
     def on_message_complete(self) -> None:
-        # Read here: the parser forgets them once this returns.
-        self._status = self._parser.get_status_code()
-        self._keep_alive = self._parser.should_keep_alive()
+        # Taken whole here: the parser forgets its status once this returns, and bytes
+        # after the answer must not reach it.
+        answer = (
+            self._parser.get_status_code(),
+            self._headers,
+            b"".join(self._body),
+            self._parser.should_keep_alive(),
+        )
+        self._headers, self._body = [], []
         if self._done is not None and not self._done.done():
+            self._answer = answer
             self._done.set_result(None)
 
     def _fail(self, error: Exception) -> None:
@@ -101,6 +114,8 @@ class _Connection(asyncio.Protocol):
         """Send one request; its answer's status, headers, body and whether the
         connection may carry another."""
         assert self.transport is not None
+        if self.closed:
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
         loop = asyncio.get_running_loop()
         self._headers, self._body, self._any = [], [], False
         done = self._done = loop.create_future()
@@ -116,7 +131,7 @@ class _Connection(asyncio.Protocol):
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-        return self._status, self._headers, b"".join(self._body), self._keep_alive
+        return self._answer
 
     def _silent(self, read_timeout: float) -> None:
         """The read timeout's check: silence for that long fails the exchange; bytes
