@@ -20,13 +20,13 @@ import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, TypeVar, overload
+from typing import Any
 
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 
-from ..services.specs import NewJob, NewStage, NewTask
+from ..services.specs import Converted, NewJob, NewStage, NewTask
 from ..settings import Settings
 from .auth import creator
 from .edge import EdgeRequest, EdgeRoute, edge_json
@@ -42,7 +42,6 @@ PAUSE_COLLECTOR_FROM = 1024 * 1024
 
 Location = tuple[str | int, ...]
 TaskLists = list[tuple[Location, list[Any]]]
-T = TypeVar("T")
 _TASKS = TypeAdapter(list[TaskCreate])
 
 
@@ -216,31 +215,10 @@ async def created_task_bodies(rows: Sequence[Mapping[str, Any]]) -> list[dict[st
     return out
 
 
-class _Converted(Sequence[T]):
-    """`items`, each converted as it is read: a large create's tasks become its use
-    case's specs as its rows stream into the database, no longer all before."""
-
-    def __init__(self, items: Sequence[Any], convert: Callable[[Any], T]) -> None:
-        self._items = items
-        self._convert = convert
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[T]: ...
-    def __getitem__(self, index: int | slice) -> T | list[T]:
-        if isinstance(index, slice):
-            return [self._convert(item) for item in self._items[index]]
-        return self._convert(self._items[index])
-
-
 def new_tasks(tasks: Sequence[TaskCreate]) -> Sequence[NewTask]:
     if len(tasks) <= SLICE:
         return [task.to_new() for task in tasks]
-    return _Converted(tasks, TaskCreate.to_new)
+    return Converted(tasks, TaskCreate.to_new)
 
 
 def new_stage(payload: StageCreate) -> NewStage:

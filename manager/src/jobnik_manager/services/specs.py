@@ -7,14 +7,37 @@ the API's schemas.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from ..domain.retry import RetryPolicy
 from ..domain.statuses import Priority
 from ..domain.tasks import DEFAULT_MAX_ATTEMPTS
+
+T = TypeVar("T")
+
+
+class Converted(Sequence[T]):
+    """`items`, each converted only when read: a large create's tasks become specs as
+    their rows stream into the database, and its rows become answers only if asked for."""
+
+    def __init__(self, items: Sequence[Any], convert: Callable[[Any], T]) -> None:
+        self._items = items
+        self._convert = convert
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return [self._convert(item) for item in self._items[index]]
+        return self._convert(self._items[index])
 
 
 # Not frozen: a create makes one per task, and a frozen dataclass sets each field

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, overload
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -28,7 +28,7 @@ from .claimability import claimable_when_created
 from .history import moved, tasks_created
 from .loading import load_job, load_stage, lock_job_of_stage
 from .pages import OwnedList, PageRequest, PageResult, matching, paginate
-from .specs import NewStage, NewTask
+from .specs import Converted, NewStage, NewTask
 from .tasks import TaskFilter, tasks_query
 from .tracing import new_traceparent, new_traceparents
 
@@ -55,30 +55,17 @@ _VARYING = (
 _CLAIMABLE = _VARYING.index("claimable")
 
 
-class CreatedTasks(Sequence[TaskRow]):
+class CreatedTasks(Converted[TaskRow]):
     """The rows of a stage's new tasks, as inserted: each made only when read (an answer
     without its tasks reads none)."""
 
     def __init__(self, same: TaskRow, values: list[tuple[Any, ...]]) -> None:
-        self._same = same
-        self._values = values
+        def row(varying: tuple[Any, ...]) -> TaskRow:
+            made = same.copy()
+            made.update(zip(_VARYING, varying, strict=True))
+            return made
 
-    def __len__(self) -> int:
-        return len(self._values)
-
-    @overload
-    def __getitem__(self, index: int) -> TaskRow: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[TaskRow]: ...
-    def __getitem__(self, index: int | slice) -> TaskRow | list[TaskRow]:
-        if isinstance(index, slice):
-            return [self._row(values) for values in self._values[index]]
-        return self._row(self._values[index])
-
-    def _row(self, values: tuple[Any, ...]) -> TaskRow:
-        row = self._same.copy()
-        row.update(zip(_VARYING, values, strict=True))
-        return row
+        super().__init__(values, row)
 
 
 @dataclass(frozen=True, slots=True)
