@@ -153,3 +153,42 @@ async def test_a_long_poll_whose_client_left_holds_up_no_stopping_manager(
         await asyncio.to_thread(proc.wait, 40)
         stopped_in = time.monotonic() - began
     assert stopped_in < 10, f"the manager took {stopped_in:.1f} s to stop"
+
+
+@pytest.mark.e2e  # a manager process of its own: a client that really hangs up
+async def test_a_task_made_after_a_waiting_client_left_goes_to_one_still_waiting(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Two workers wait on one type; one hangs up. The task made next goes to the one
+    still there, and the claim of the one that left took nothing for nobody."""
+    stage_type = unique("left")
+    with served_manager(postgres_url, log=tmp_path / "manager.log") as (base_url, _proc):
+        async with (
+            httpx.AsyncClient(base_url=base_url, timeout=60) as gone,
+            httpx.AsyncClient(base_url=base_url, timeout=60) as staying,
+        ):
+
+            def claim(client: httpx.AsyncClient, worker: str) -> asyncio.Task[httpx.Response]:
+                body = {"stageTypes": [stage_type], "waitSeconds": 30, "worker": worker}
+                return asyncio.create_task(client.post("/v1/tasks/claim", json=body))
+
+            left = claim(gone, "left")
+            await asyncio.sleep(0.5)  # it waits first, so it is the first to be woken
+            waiting = claim(staying, "stayed")
+            await asyncio.sleep(0.5)
+            left.cancel()  # its worker goes away
+            with contextlib.suppress(asyncio.CancelledError):
+                await left
+            await gone.aclose()
+            await asyncio.sleep(0.5)
+            stage = {"type": stage_type, "data": {}, "tasks": [{"data": {}}]}
+            body = {"name": "left", "data": {}, "stages": [stage]}
+            created = await staying.post("/v1/jobs", json=body)
+            assert created.status_code == 201, created.text
+            made = created.json()
+            answer = await asyncio.wait_for(waiting, 10)
+            [task] = answer.json()["items"]
+            assert task["id"] == made["stages"][0]["tasks"][0]["id"]
+            assert task["worker"] == "stayed"
+            stored = (await staying.get(f"/v1/tasks/{task['id']}")).json()
+            assert (stored["status"], stored["worker"]) == ("IN_PROGRESS", "stayed")

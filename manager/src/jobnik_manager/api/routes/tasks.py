@@ -83,18 +83,24 @@ def _report_of(payload: TaskStatusReport) -> Report:
     )
 
 
-async def _woken_or_gone(request: Request, waiter: Waiter, seconds: float) -> None:
-    """Wait until `waiter` is woken, the client goes away or `seconds` pass. A client that
-    went away ends the wait at once: a long poll held for nobody would keep a stopping
-    server (which waits for its requests) up for the rest of it.
+async def _woken_or_gone(request: Request, waiter: Waiter, seconds: float) -> bool:
+    """Wait until `waiter` is woken, the client goes away or `seconds` pass; answer
+    whether the client went away. A client that went away ends the wait at once: a long
+    poll held for nobody would keep a stopping server (which waits for its requests) up
+    for the rest of it.
 
     The claim waits on its waiter itself, so a wake-up resumes it at the next turn of the
     event loop (before the rest of the request that woke it: engine.transaction), where
-    a wait on both in tasks of their own took three turns more."""
+    a wait on both in tasks of their own took three turns more. What the watcher heard
+    is answered without asking the connection again: that would give up the turn, and
+    the claim's statement would wait for the waking request's answer."""
+    went = False
 
     async def gone(wait: asyncio.Timeout) -> None:
+        nonlocal went
         while (await request.receive())["type"] != "http.disconnect":
             pass
+        went = True
         wait.reschedule(asyncio.get_running_loop().time())  # it ends now
 
     with contextlib.suppress(TimeoutError):
@@ -106,6 +112,7 @@ async def _woken_or_gone(request: Request, waiter: Waiter, seconds: float) -> No
             finally:
                 # Cancelled before the wait is over: it cannot end another one.
                 watching.cancel()
+    return went
 
 
 @router.post("/claim", **answers(ClaimOut, ERRORS))
@@ -154,8 +161,7 @@ async def claim_batch(
                 # A limit that held a type back frees up with time, announced by nobody.
                 if claimed.retry_after is not None:
                     left = min(left, claimed.retry_after)
-                await _woken_or_gone(request, waiter, left)
-                if await request.is_disconnected():
+                if await _woken_or_gone(request, waiter, left):
                     if waiter.event.is_set():
                         waiters.pass_on(waiter)  # woken for a task it will not claim
                     break
