@@ -463,10 +463,11 @@ async def _create_a_small_job(api: Api, db: Database, sent: list[str]) -> None:
         into = [sql.split()[2] for sql in inserts]
         assert into == ["jobs", "stages", "tasks", "stages", "tasks", "events", "idempotency_keys"]
     else:
-        assert len(inserts) == 2, inserts
-        rows, at_commit = inserts
-        assert all(f"INSERT INTO {table} " in rows for table in tables)
-        assert "INSERT INTO idempotency_keys " in at_commit and "pg_notify" in at_commit
+        # The rows wait for the commit, and go with the key's row and the NOTIFY.
+        assert len(inserts) == 1, inserts
+        [together] = inserts
+        assert all(f"INSERT INTO {table} " in together for table in (*tables, "idempotency_keys"))
+        assert "pg_notify" in together
     # The NOTIFY went out with it: the waiting claim has the first stage's tasks.
     claimed = (await asyncio.wait_for(waiting, 10))["items"]
     first, second = answer["stages"]

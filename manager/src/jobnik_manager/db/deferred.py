@@ -34,11 +34,15 @@ def defer_notify(s: AsyncSession, channel: str, payload: str) -> None:
 
 
 @asynccontextmanager
-async def gathered(s: AsyncSession) -> AsyncIterator[None]:
+async def gathered(s: AsyncSession, *, until_commit: bool = False) -> AsyncIterator[None]:
     """Rows inserted a few at a time in the block (`bulk.insert_rows`) are deferred, and
     written with the others as it ends, so nothing after it misses them. Nothing in the
     block may read them back, nor stream many rows (which must follow them). On SQLite,
-    whose statements cost no round trip, the rows are inserted as they come."""
+    whose statements cost no round trip, the rows are inserted as they come.
+
+    `until_commit`: they stay deferred past the block, to go with the rows written at
+    the commit (the idempotency key's, the NOTIFY) in the same statement; for a caller
+    that neither reads nor inserts anything more before its transaction commits."""
     if s.get_bind().dialect.name != "postgresql":
         yield
         return
@@ -47,7 +51,8 @@ async def gathered(s: AsyncSession) -> AsyncIterator[None]:
         yield
     finally:
         gathering(s.info, False)
-    await write_deferred(s)
+    if not until_commit:
+        await write_deferred(s)
 
 
 async def write_deferred(s: AsyncSession) -> None:

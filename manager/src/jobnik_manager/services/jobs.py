@@ -43,7 +43,12 @@ class CreatedJob:
     stages: list[CreatedStage]
 
 
-async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
+async def create_job(s: AsyncSession, new: NewJob, *, rows_at_commit: bool = False) -> CreatedJob:
+    """Insert the job `new` with its stages and tasks.
+
+    `rows_at_commit`: a small create's rows may wait for the commit, to go in one
+    statement with what the commit writes (`deferred.gathered(until_commit=True)`); only
+    for a caller that reads and inserts nothing more in the transaction."""
     now = now_in(s)
     if new.expires_at is not None and new.expires_at <= now:
         raise RuleViolation(
@@ -73,13 +78,16 @@ async def create_job(s: AsyncSession, new: NewJob) -> CreatedJob:
     # A few rows per table: one statement for them all (a small create is a task's
     # latency); many go as bulk loads, each after the rows it refers to.
     few = all(len(st.tasks) <= FEW_ROWS for st in new.stages)
-    async with gathered(s) if few else nullcontext():
+    # An empty first stage is passed at once, which reads the rows back.
+    empty_first = bool(new.stages) and new.stages[0].without_tasks
+    until_commit = rows_at_commit and not empty_first
+    async with gathered(s, until_commit=until_commit) if few else nullcontext():
         await insert_new(s, job)
         await moved(s, job, JOB_CREATED, now)
         for order, new_stage in enumerate(new.stages, start=1):
             previous = stages[-1].stage if stages else None
             stages.append(await insert_stage(s, job, new_stage, order, previous, now))
-    if new.stages and new.stages[0].without_tasks and stages[0].stage.status is StageStatus.PENDING:
+    if empty_first and stages[0].stage.status is StageStatus.PENDING:
         return await _pass_empty_first_stage(s, job.id, stages, now)
     return CreatedJob(job, stages)
 

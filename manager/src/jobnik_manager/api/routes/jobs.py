@@ -127,7 +127,9 @@ async def create_job(
                 return StoredAnswer(
                     200, out.model_dump(mode="json", by_alias=True, exclude_none=True)
                 )
-        created = await job_service.create_job(s, new)
+        # Without a unique key to take after it, nothing reads or writes before the
+        # commit: the rows go with the key's row and the NOTIFY, one statement.
+        created = await job_service.create_job(s, new, rows_at_commit=new.unique_key is None)
         if new.unique_key is not None and held is not None:  # the key was free: it takes it
             await unique_jobs.take(
                 s, new.unique_key, created.job.id, new.unique_window, now_in(s), row=held.row
