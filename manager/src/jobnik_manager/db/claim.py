@@ -48,8 +48,21 @@ LIMITS_CHECK = (
 )
 
 
+# The context's columns in the claim's answer (`answer_with_context`).
+_STAGE_PREFIX, _JOB_PREFIX = "ctx_stage_", "ctx_job_"
+_CONTEXT_MARKER = "/* context columns */"
+
+
+def _context_columns() -> str:
+    stage = [f'cs."{c.name}" AS {_STAGE_PREFIX}{c.name}' for c in STAGES.c]
+    job = [f'cj."{c.name}" AS {_JOB_PREFIX}{c.name}' for c in JOBS.c]
+    return ", ".join(stage + job)
+
+
 @cache
-def claim_statement(single_type: bool, announce: bool, limited: bool = False) -> DirectStatement:
+def claim_statement(
+    single_type: bool, announce: bool, limited: bool = False, with_context: bool = False
+) -> DirectStatement:
     """PostgreSQL: the whole claim as one statement (db/sql/claim.sql), so it can run as
     a transaction of its own and hold the stage's summary row only while it runs.
 
@@ -58,7 +71,8 @@ def claim_statement(single_type: bool, announce: bool, limited: bool = False) ->
     reads them). Binds `types` (one string when `single_type`, else a list), `n`, `now`,
     `expires`, `seconds`, `worker`, `principal`, and `time` (`now` as lifecycle messages
     spell it, when `announce`). `limited`: the one-type claim of a
-    limited type, run within its limit (services.stage_type_limits).
+    limited type, run within its limit (services.stage_type_limits). `with_context`:
+    each stage's first row also holds the stage and its job (`claimed_context`).
     """
     q = queries("claim")
     picked = q["picked_one_type" if single_type else "picked_types"]
@@ -68,7 +82,10 @@ def claim_statement(single_type: bool, announce: bool, limited: bool = False) ->
     parts = [picked, q["claimed"]]
     if announce:
         parts.append(q["announced"])
-    parts.append(q["answer"])
+    if with_context:
+        parts.append(q["answer_with_context"].replace(_CONTEXT_MARKER, _context_columns()))
+    else:
+        parts.append(q["answer"])
     return statement("\n".join(parts), _CLAIM_CONSTANTS)
 
 
@@ -76,11 +93,37 @@ def claim_answer(records: list[asyncpg.Record]) -> tuple[list[dict[str, Any]], l
     """The claim statement's rows as the claimed tasks' columns (each with `previous`
     and `stage_started`), and the limited types among those asked for: every answer
     holds them, a claim that took nothing in one row of NULLs."""
-    limited: list[str] = list(records[0]["limited_types"]) if records else []
+    if not records:
+        return [], []
+    limited: list[str] = list(records[0]["limited_types"])
+    keys = list(records[0].keys())
+    if "stage_nth" in keys:  # with its context: the task's columns come first
+        own = keys[: keys.index("stage_nth")]
+        # strict=False: the row goes on past them, to the context's columns.
+        tasks = [dict(zip(own, r.values(), strict=False)) for r in records if r["id"] is not None]
+        return tasks, limited
     rows = [dict(r.items()) for r in records if r["id"] is not None]
     for row in rows:
         del row["limited_types"]
     return rows, limited
+
+
+def claimed_context(records: list[asyncpg.Record]) -> tuple[list[Stage], list[Job]]:
+    """The stages and jobs a claim `with_context` answered, in stage id order, each job
+    once (`detached`, as `stages_and_jobs` gives them)."""
+    stages: list[Stage] = []
+    jobs: dict[Any, Job] = {}
+    for r in records:
+        if r["ctx_stage_id"] is None:
+            continue
+        stages.append(detached(Stage, model_values(STAGES, r, prefix=_STAGE_PREFIX)))
+        if r["ctx_job_id"] not in jobs:
+            jobs[r["ctx_job_id"]] = detached(Job, model_values(JOBS, r, prefix=_JOB_PREFIX))
+    stages.sort(key=lambda st: st.id)
+    first: dict[Any, Job] = {}  # each job where its first stage is, as the read has them
+    for st in stages:
+        first.setdefault(st.job_id, jobs[st.job_id])
+    return stages, list(first.values())
 
 
 @cache

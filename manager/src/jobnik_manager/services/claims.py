@@ -20,7 +20,13 @@ from typing import Any
 from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from ..db.claim import claim_answer, claim_statement, context_statement, stages_and_jobs
+from ..db.claim import (
+    claim_answer,
+    claim_statement,
+    claimed_context,
+    context_statement,
+    stages_and_jobs,
+)
 from ..db.engine import Database, acting_name, principal_in
 from ..db.models import Job, Stage
 from ..db.records import detached
@@ -139,11 +145,10 @@ async def _claim_postgres(db: Database, ask: ClaimAsk) -> Claimed:
     # first claim a crash loses takes its starts with it: they happen again, announced
     # again, at the next claim). Never replayed after a broken connection: a claim that
     # ran but lost its answer, run again, would take more tasks and strand the first.
-    claimed, limited = claim_answer(
-        await db.direct(
-            claim_statement(single, ask.announce), params, durable=False, replay_safe=False
-        )
-    )
+    # Asked for, the context comes in the same answer: no second round trip.
+    statement = claim_statement(single, ask.announce, with_context=ask.with_context)
+    records = await db.direct(statement, params, durable=False, replay_safe=False)
+    claimed, limited = claim_answer(records)
     retry_after = None
     if len(claimed) < ask.limit:  # then the limited types among them, within their limits
         for stage_type in limited:
@@ -160,10 +165,16 @@ async def _claim_postgres(db: Database, ask: ClaimAsk) -> Claimed:
         db.committed({ANNOUNCED: True})
     if not (ask.with_context and rows):
         return Claimed(rows, retry_after=retry_after)
-    context = await db.direct(
-        context_statement(), {"stage_ids": sorted({r.stage_id for r in rows})}, replay_safe=True
-    )
-    return Claimed(rows, *stages_and_jobs(context), retry_after=retry_after)
+    stages, jobs = claimed_context(records)
+    unread = {r.stage_id for r in rows} - {st.id for st in stages}
+    if unread:  # the stages of tasks a limited type's claim took
+        more_stages, more_jobs = stages_and_jobs(
+            await db.direct(context_statement(), {"stage_ids": sorted(unread)}, replay_safe=True)
+        )
+        known = {j.id for j in jobs}
+        stages = sorted(stages + more_stages, key=lambda st: st.id)
+        jobs += [j for j in more_jobs if j.id not in known]
+    return Claimed(rows, stages, jobs, retry_after=retry_after)
 
 
 async def start_stages(

@@ -97,8 +97,8 @@ WITH picked AS (
         in_progress = stages.in_progress + locked.claimed
     FROM locked
     WHERE stages.id = locked.id
-    RETURNING stages.id, stages.job_id, stages.type,
-              locked.status = :unstarted::varchar AS started
+    -- The whole row: a claim that answers its context answers the stage from here.
+    RETURNING stages.*, locked.status = :unstarted::varchar AS started
 ), started_jobs AS (
     UPDATE jobs SET
         status = :started::varchar,
@@ -106,7 +106,7 @@ WITH picked AS (
         start_time = coalesce(jobs.start_time, :now::timestamptz)
     WHERE jobs.id IN (SELECT job_id FROM bumped WHERE started)
       AND jobs.status = :unstarted::varchar
-    RETURNING jobs.id
+    RETURNING jobs.*
 ), starts AS (
     SELECT 1 AS rank, job_id, 'STAGE'::varchar AS entity, id, id AS stage_id,
            type AS stage_type
@@ -165,6 +165,30 @@ SELECT claimed.*, bumped.started AS stage_started, asked.limited_types
 FROM asked
 LEFT JOIN (claimed JOIN bumped ON bumped.id = claimed.stage_id) ON true
 ORDER BY claimed.priority_rank, claimed.seq
+
+-- name: answer_with_context
+-- As `answer`, and on the first row of each stage that stage and its job as the claim
+-- left them (a job it started from the UPDATE's RETURNING, any other as read): the
+-- context a worker runs the tasks in, without a statement more. db/claim.py puts their
+-- columns in place of the marker, named ctx_stage_<name> and ctx_job_<name>.
+, job_now AS (
+    SELECT * FROM started_jobs
+    UNION ALL
+    SELECT jobs.* FROM jobs
+    WHERE jobs.id IN (SELECT job_id FROM bumped)
+      AND jobs.id NOT IN (SELECT id FROM started_jobs)
+), answered AS (
+    SELECT claimed.*, bumped.started AS stage_started,
+           row_number() OVER (PARTITION BY claimed.stage_id
+                              ORDER BY claimed.priority_rank, claimed.seq) AS stage_nth
+    FROM claimed JOIN bumped ON bumped.id = claimed.stage_id
+)
+SELECT answered.*, asked.limited_types, /* context columns */
+FROM asked
+LEFT JOIN answered ON true
+LEFT JOIN bumped AS cs ON cs.id = answered.stage_id AND answered.stage_nth = 1
+LEFT JOIN job_now AS cj ON cj.id = cs.job_id
+ORDER BY answered.priority_rank, answered.seq
 
 -- name: context
 -- The stages of claimed tasks with their jobs, for a claim that asks for its context:
