@@ -66,8 +66,8 @@ async def claim(
 
     On PostgreSQL the claim, with the start of the stages and jobs it is the first
     claim of, is one statement committed on its own, so the stage's summary row is
-    locked only while it runs; a second statement reads the context `with_context`
-    asks for.
+    locked only while it runs; the context `with_context` asks for comes in its answer
+    (a limited type's stages from a second statement).
     """
     began = time.perf_counter()
     # Its `now` is stamped again when the claim runs: the lease runs from then.
