@@ -93,6 +93,44 @@ async def test_a_consumer_hears_stage_waiting_once_and_job_completed(
     assert relay.published >= 10
 
 
+async def test_wake_ups_go_transient_and_lifecycle_messages_persistent(
+    relay: Relay, outbox: Outbox, pg_db: Database, amqp_url: str
+) -> None:
+    """A wake-up is a hint the broker need not keep on disk before it hands it out (a
+    lost one costs a claim round); a lifecycle message is kept."""
+    stage_type = unique("ready")
+    connection = await aio_pika.connect(amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        exchange = await declare_exchange(channel)
+        queue = await channel.declare_queue(exclusive=True)
+        await queue.bind(exchange, routing_key=f"task.ready.{stage_type}")
+        await queue.bind(exchange, routing_key="job.completed")
+        heard: dict[str, aio_pika.DeliveryMode] = {}
+        mine: dict[str, Any] = {}
+
+        async def on_message(message: aio_pika.abc.AbstractIncomingMessage) -> None:
+            async with message.process():
+                body = json.loads(message.body)
+                key = message.routing_key or ""
+                if key.startswith("task.ready.") or body.get("jobId") == mine.get("id"):
+                    heard[key] = aio_pika.DeliveryMode(message.delivery_mode)
+
+        await queue.consume(on_message)
+        async with app_client(pg_db.with_hooks(outbox)) as c:
+            api = Api(c)
+            job = await api.create_job()
+            mine.update(job)
+            stage = await api.create_stage(job["id"], stage_type)
+            await api.create_tasks(stage["id"])
+            await api.run_one(stage_type)
+            await _until(lambda: len(heard) >= 2)
+    assert heard == {
+        f"task.ready.{stage_type}": aio_pika.DeliveryMode.NOT_PERSISTENT,
+        "job.completed": aio_pika.DeliveryMode.PERSISTENT,
+    }
+
+
 async def _until(check: Any) -> None:
     for _ in range(200):  # 10 s
         if check():

@@ -138,6 +138,7 @@ class Wakeups:
             )
 
     async def _on_message(self, message: Any) -> None:
-        await message.ack()  # a hint only: acknowledge before doing anything
+        # A hint only: the claim it calls for need not wait for the acknowledgement.
         self.received += 1
         self.event.set()
+        await message.ack()

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database
 from ..db.models import OutboxMessage
+from ..domain.announcements import is_wakeup
 from ..observe.metrics import RELAY_LAG, RELAY_PUBLISHED
 from .outbox import Outbox
 
@@ -84,6 +85,15 @@ async def _publish_in_session(s: AsyncSession, exchange: AbstractExchange) -> in
     return len(rows)
 
 
+def _delivery_mode(routing_key: str) -> aio_pika.DeliveryMode:
+    # A wake-up is a hint, and late it is worth little: the broker hands a persistent
+    # message to its durable queue's consumer only once it is on disk (about 3 ms
+    # here), so wake-ups go transient. Lifecycle messages stay persistent.
+    if is_wakeup(routing_key):
+        return aio_pika.DeliveryMode.NOT_PERSISTENT
+    return aio_pika.DeliveryMode.PERSISTENT
+
+
 async def _publish(exchange: AbstractExchange, rows: list[Outgoing]) -> None:
     # With publisher confirms each publish returns once the broker has the message;
     # a nack or a lost connection raises, and the rollback keeps the rows.
@@ -93,7 +103,7 @@ async def _publish(exchange: AbstractExchange, rows: list[Outgoing]) -> None:
                 aio_pika.Message(
                     row.body,
                     content_type="application/json",
-                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    delivery_mode=_delivery_mode(row.routing_key),
                     message_id=str(row.seq),
                     timestamp=row.created_at,
                 ),

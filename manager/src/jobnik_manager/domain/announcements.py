@@ -33,8 +33,16 @@ def announcing(info: Mapping[str, Any]) -> bool:
     return bool(info.get(ANNOUNCING))
 
 
+READY_PREFIX = "task.ready."  # a wake-up's routing key, before its stage type
+
+
 def ready_key(stage_type: str) -> str:
-    return f"task.ready.{stage_type}"
+    return f"{READY_PREFIX}{stage_type}"
+
+
+def is_wakeup(routing_key: str) -> bool:
+    """Whether a message is a wake-up: a hint, which a lost one costs a safety poll."""
+    return routing_key.startswith(READY_PREFIX)
 
 
 def lifecycle_key(entity: str, status: str) -> str:
