@@ -41,7 +41,7 @@ def ready_key(stage_type: str) -> str:
 
 
 def is_wakeup(routing_key: str) -> bool:
-    """Whether a message is a wake-up: a hint, which a lost one costs a safety poll."""
+    """Whether a message is a wake-up: a hint, whose loss costs at most a safety poll."""
     return routing_key.startswith(READY_PREFIX)
 
 
