@@ -72,8 +72,11 @@ async def test_a_task_of_a_killed_worker_is_finished_by_another(
         first.wait()
         # Its lease runs out; the reaper hands the task back, and the second finishes it
         # (the second runs it quickly: a retry attempt of "ok" sleeps as long, so it is
-        # given less to do through its lease only: the attempt after a lost lease).
-        running.start_worker(kind, name=f"{kind}-second", WORKER_LEASE_SECONDS="3")
+        # given less to do through its lease only: the attempt after a lost lease). The
+        # second holds a lease of the default length: only the killed worker's is meant
+        # to run out, and a 3 s one renewed every second through 30 s of work was once
+        # lost on a loaded machine (a heartbeat more than 2 s late).
+        running.start_worker(kind, name=f"{kind}-second")
         done = await producer.wait(job.id, timeout=_seconds(120))
         task = await producer.get_task(task_id)
     assert done.status is JobStatus.COMPLETED
