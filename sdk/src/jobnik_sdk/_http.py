@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from ._direct import DirectCalls
 from ._exceptions import JobnikTransportError, api_error, redact
 from ._retry import RequestRetryPolicy, replay_for, send_with_retries
 from ._transport import PlainHttpTransport
@@ -38,7 +39,7 @@ def _quiet_httpx() -> None:
         httpx_log.setLevel(logging.WARNING)
 
 
-def _plain_transport(base_url: str, limits: httpx.Limits) -> httpx.AsyncBaseTransport | None:
+def _plain_transport(base_url: str, limits: httpx.Limits) -> PlainHttpTransport | None:
     """The SDK's own transport for a manager reached over plain http without a proxy
     (_transport.py); None leaves httpx its own (https, a proxy from the environment)."""
     url = httpx.URL(base_url)
@@ -71,15 +72,18 @@ class Http:
         self._auto_keys = auto_idempotency_keys
         self._timeout = timeout.total_seconds()
         self._default_timeout = httpx.Timeout(self._timeout)
+        plain = None if transport is not None else _plain_transport(base_url, limits)
         self._client = httpx.AsyncClient(
             base_url=base_url,
-            transport=transport or _plain_transport(base_url, limits),
+            transport=transport or plain,
             timeout=self._timeout,
             limits=limits,
             headers={"User-Agent": f"jobnik-sdk/{__version__}", **(headers or {})},
         )
         if self._token:
             self._client.headers["Authorization"] = f"Bearer {self._token}"
+        # Calls on the SDK's own transport skip httpx's client layer (_direct.py).
+        self._direct = DirectCalls(self._client, plain) if plain is not None else None
 
     @property
     def base_url(self) -> str:
@@ -143,7 +147,13 @@ class Http:
             repeatable=repeatable,
         )
 
+        direct = self._direct if self._direct is not None and self._direct.usable(path) else None
+
         async def send() -> httpx.Response:
+            if direct is not None:
+                return await direct.send(
+                    method, path, json_body=json, query=query, headers=headers, limits=timeout
+                )
             return await self._client.request(
                 method, path, json=json, params=query, headers=headers, timeout=timeout
             )

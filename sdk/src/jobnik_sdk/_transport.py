@@ -162,31 +162,51 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
         if request.url.scheme != "http":
             raise httpx.UnsupportedProtocol(f"{request.url.scheme}: plain http only")
         timeouts = request.extensions.get("timeout", {})
-        key = (request.url.host, request.url.port or 80)
         body = await request.aread()
         head = b"%s %s HTTP/1.1\r\n%s\r\n" % (
             request.method.encode(),
             request.url.raw_path,
             b"".join(b"%s: %s\r\n" % (name, value) for name, value in request.headers.raw),
         )
-        conn = await self._connection(key, timeouts.get("connect"), timeouts.get("pool"))
-        reusable = False
-        try:
-            try:
-                status, headers, content, keep = await conn.exchange(
-                    head, body, timeouts.get("read")
-                )
-            except OSError as exc:  # the write, on a connection found broken
-                raise httpx.WriteError(str(exc) or type(exc).__name__) from exc
-            reusable = keep and not conn.closed
-        finally:
-            self._release(key, conn, reusable)
+        status, headers, content = await self.send(
+            (request.url.host, request.url.port or 80),
+            head,
+            body,
+            connect=timeouts.get("connect"),
+            read=timeouts.get("read"),
+            pool=timeouts.get("pool"),
+        )
         return httpx.Response(
             status,
             headers=headers,
             stream=httpx.ByteStream(content),
             extensions={"http_version": b"HTTP/1.1"},
         )
+
+    async def send(
+        self,
+        key: _Key,
+        head: bytes,
+        body: bytes,
+        *,
+        connect: float | None,
+        read: float | None,
+        pool: float | None,
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Send a request written whole (`head`, its blank line included, and `body`)
+        to `key`'s host and port; its answer's status, headers and body. Raises httpx's
+        errors, as for any call through the client."""
+        conn = await self._connection(key, connect, pool)
+        reusable = False
+        try:
+            try:
+                status, headers, content, keep = await conn.exchange(head, body, read)
+            except OSError as exc:  # the write, on a connection found broken
+                raise httpx.WriteError(str(exc) or type(exc).__name__) from exc
+            reusable = keep and not conn.closed
+        finally:
+            self._release(key, conn, reusable)
+        return status, headers, content
 
     async def _connection(
         self, key: _Key, connect_timeout: float | None, pool_timeout: float | None
