@@ -293,9 +293,9 @@ class Database:
 
         result = await _retried(once, may_replay=lambda: not committing)
         if woke:
-            # The claims it woke run up to their statement before the rest of this
-            # request (its answer) does, the write lock let go: the database claims while
-            # the answer is built.
+            # The claims it woke, and the relay that publishes its wake-ups, run up to
+            # their first statement before the rest of this request (its answer) does,
+            # the write lock let go: the database works while the answer is built.
             await asyncio.sleep(0)
         return result
 

@@ -174,8 +174,12 @@ class Relay:
                 self.published += n
                 if n < BATCH:
                     break
+            # Not `wait_for`, whose task of its own would wake this one a turn or two
+            # after the commit's: the request that committed yields one turn, in which
+            # the relay sends its first statement ahead of that request's answer.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.written.wait(), self.poll.total_seconds())
+                async with asyncio.timeout(self.poll.total_seconds()):
+                    await self.written.wait()
 
 
 def _safe(url: str) -> str:
