@@ -21,6 +21,8 @@ from typing import Any
 OUT = os.environ.get("MARKS_OUT")
 
 MANAGER = (
+    ("uvicorn.protocols.http.httptools_impl", "HttpToolsProtocol.data_received", "recv"),
+    ("jobnik_manager.api.fast_lane", "FastLane.http", "lane"),
     ("jobnik_manager.api.idempotency", "create_once", "create"),
     ("jobnik_manager.services.idempotency", "recall", "key_select"),
     ("jobnik_manager.db.bulk", "insert_together", "rows_statement"),
@@ -33,7 +35,7 @@ MANAGER = (
 )
 SDK = (
     ("jobnik_sdk._wakeup", "Wakeups._on_message", "W.wakeup"),
-    ("jobnik_sdk._transport", "PlainHttpTransport.handle_async_request", "W.http"),
+    ("jobnik_sdk._transport", "PlainHttpTransport.send", "W.http"),
     ("jobnik_sdk._claims", "Claimer._ask", "W.claim"),
     ("jobnik_sdk._worker", "Worker._take_claimed", "W.take"),
     ("jobnik_sdk._attempt", "Attempt.run", "W.handler"),
