@@ -44,7 +44,9 @@ def test_a_mixed_batch_counts_each_attempt_under_its_own_labels() -> None:
     )
     assert value("jobnik_leases_reaped_total", stage_type=b) == 1
     assert value("jobnik_task_run_seconds_count", stage_type=a, status="COMPLETED") == 2
-    assert value("jobnik_task_run_seconds_sum", stage_type=a, status="COMPLETED") == pytest.approx(0.7)
+    assert value("jobnik_task_run_seconds_sum", stage_type=a, status="COMPLETED") == pytest.approx(
+        0.7
+    )
     assert value("jobnik_task_run_seconds_count", stage_type=a, status="RETRIED") == 2
     assert value("jobnik_task_run_seconds_count", stage_type=b, status="COMPLETED") == 1
     assert value("jobnik_task_run_seconds_count", stage_type=b, status="FAILED") == 0
