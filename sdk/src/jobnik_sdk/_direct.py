@@ -8,8 +8,9 @@ a producer's creates cross it on every task. `DirectCalls` writes the same reque
 answer as an httpx.Response, so the retry policy and error mapping see no difference.
 
 It steps aside, leaving the call to the client, for what it does not write itself: a
-path or query it would have to escape, a client holding cookies (one that receives any
-keeps to the client from then on), and a transport wrapped by instrumentation.
+path it would have to escape, a closed client, a client holding cookies (an answer that
+sets one leaves every later call to the client) and a transport that instrumentation
+has wrapped.
 """
 
 from __future__ import annotations
@@ -69,10 +70,14 @@ class DirectCalls:
         if query:
             target += b"?" + urlencode(query, doseq=True, quote_via=quote).encode()
         body = b""
-        lines = [b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (method.encode(), target, self._host())]
+        host = self._client.base_url.netloc
+        lines = [b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (method.encode(), target, host)]
         lines += [b"%s: %s\r\n" % pair for pair in self._client.headers.raw]
         if headers:
-            lines += [b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in headers.items()]
+            # ASCII, as httpx encodes a header given as text.
+            lines += [
+                b"%s: %s\r\n" % (k.encode("ascii"), v.encode("ascii")) for k, v in headers.items()
+            ]
         if json_body is not None:
             # As httpx encodes a `json=` body.
             body = json.dumps(
@@ -104,6 +109,3 @@ class DirectCalls:
             response.request = httpx.Request(method, self._client.base_url.join(path))
             self._client.cookies.extract_cookies(response)
         return response
-
-    def _host(self) -> bytes:
-        return self._client.base_url.netloc
