@@ -1,7 +1,8 @@
 """PostgreSQL: the claim and the completion run on asyncpg directly (`db.direct`); a
 connection of theirs lost between requests is replaced, and the request still answers;
-a claim whose connection broke once it was sent is not run again (it may have run), and
-a stage's first claim starts the stage and its job in the same commit."""
+a claim whose connection broke once it was sent is not run again (it may have run), a
+completion is (and counted once), and a stage's first claim starts the stage and its
+job in the same commit."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from jobnik_manager.db.claim import claim_statement
+from jobnik_manager.db.complete import complete_statement
 from jobnik_manager.db.engine import Database, asyncpg_dsn
 from jobnik_manager.dispatch.outbox import Outbox
 from jobnik_manager.services import claims
@@ -20,6 +22,7 @@ from jobnik_manager.services import claims
 from ..conftest import app_client
 from ..support.api import Api, unique
 from ..support.invariants import assert_invariants
+from ..support.scrape import Scrape
 
 pytestmark = pytest.mark.postgres_only
 
@@ -266,3 +269,51 @@ async def test_a_create_whose_commit_broke_is_not_run_again(
     assert broken == [True]
     listed = await pg_api.call("GET", "/v1/jobs", params={"job_name": name})
     assert len(listed["items"] if isinstance(listed, dict) else listed) == 1
+
+
+async def test_a_completion_whose_answer_was_lost_is_run_again_and_counted_once(
+    pg_api: Api, pg_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection breaks after a batch's completion statement committed: run again,
+    it finds nothing to do, and the full path answers the tasks as completed. The
+    metrics count each completion once, as the event log holds it."""
+    stage_type = unique("recount")
+    stage = await pg_api.create_stage((await pg_api.create_job())["id"], stage_type)
+    await pg_api.create_tasks(stage["id"], 3)
+    body = {"stageTypes": [stage_type], "limit": 3, "leaseSeconds": 60}
+    claimed = (await pg_api.call("POST", "/v1/tasks/claim", json=body))["items"]
+    assert len(claimed) == 3
+    statement = complete_statement().sql
+    runs: list[str] = []
+    fetch = asyncpg.Connection.fetch
+
+    async def answer_lost(self: asyncpg.Connection, query: str, *args: Any, **kw: Any) -> Any:
+        rows = await fetch(self, query, *args, **kw)
+        if query == statement:
+            runs.append(query)
+            if len(runs) == 1:
+                self.terminate()
+                raise asyncpg.ConnectionDoesNotExistError(
+                    "connection was closed in the middle of operation"
+                )
+        return rows
+
+    async def completions() -> float:
+        text_ = (await pg_api.http.get("/metrics")).text
+        return Scrape(text_).value("jobnik_task_completions_total", stage_type=stage_type)
+
+    before = await completions()
+    reports = [{"taskId": t["id"], "status": "COMPLETED", "leaseId": t["leaseId"]} for t in claimed]
+    # One completed, and counted, before: repeated in the batch, it is not counted again.
+    await pg_api.call("POST", "/v1/tasks/reports", json={"reports": reports[2:]})
+    assert await completions() == before + 1
+    monkeypatch.setattr(asyncpg.Connection, "fetch", answer_lost)
+    answer = await pg_api.call("POST", "/v1/tasks/reports", json={"reports": reports})
+    monkeypatch.undo()
+    assert len(runs) == 2  # run again after the break
+    assert [item["task"]["status"] for item in answer["items"]] == ["COMPLETED"] * 3
+    assert await completions() == before + 3
+    # A worker's own repeat of the same reports (its answer lost on the way) counts none.
+    await pg_api.call("POST", "/v1/tasks/reports", json={"reports": reports})
+    assert await completions() == before + 3
+    await assert_invariants(pg_db)

@@ -321,12 +321,14 @@ class Database:
         *,
         durable: bool = True,
         replay_safe: bool,
+        replaying: Callable[[], None] = lambda: None,
     ) -> list[asyncpg.Record]:
         """PostgreSQL: run `statement`, a single statement, as a transaction of its own
         (autocommit) and answer its rows. Retried like `transaction`, except after a
         connection that broke once the statement was sent: it may have committed, so it
-        runs again only if it is `replay_safe` (a second run does no harm); otherwise
-        the error goes to the caller (a 503 for a request). `params` may be a function,
+        runs again only if it is `replay_safe` (a second run does no harm), after a call
+        of `replaying`; otherwise the error goes to the caller (a 503 for a request).
+        `params` may be a function,
         called once a connection is in hand: for values that must be read when the
         statement runs, such as the time a lease starts.
 
@@ -352,9 +354,14 @@ class Database:
                     raise
                 return rows
 
-        # Sent, it may have committed before the connection broke: only a replay-safe
-        # statement runs again then.
-        return await _retried(once, lambda: replay_safe or not sent)
+        def may_replay() -> bool:
+            # Sent, it may have committed before the connection broke: only a
+            # replay-safe statement runs again then, and `replaying` hears of it.
+            if sent and replay_safe:
+                replaying()
+            return replay_safe or not sent
+
+        return await _retried(once, may_replay)
 
     @contextlib.asynccontextmanager
     async def direct_transaction(self) -> AsyncIterator[asyncpg.Connection]:

@@ -96,18 +96,48 @@ async def settle(
     `db.sqlite_complete`); everything else, and anything that left, goes through
     `settle_reports` in one transaction."""
     began = time.perf_counter()
-    answers = await _complete_fast(db, items)
+    replayed: list[datetime] = []
+    answers = await _complete_fast(db, items, replayed)
     rest = [i for i in range(len(items)) if i not in answers]
     if rest:
         settled = await db.transaction(lambda s: settle_reports(s, [items[i] for i in rest]))
         answers.update(zip(rest, settled, strict=True))
+        if replayed:
+            _count_replayed(db, [items[i] for i in rest], settled, replayed[0])
     db.committed({observations.REPORT_TOOK: time.perf_counter() - began})
     return [answers[i] for i in range(len(items))]
 
 
+def _count_replayed(
+    db: Database,
+    items: Sequence[tuple[uuid.UUID, Report]],
+    answers: Sequence[TaskView | DomainError],
+    at: datetime,
+) -> None:
+    """Count the completions of a completion statement run again after its connection
+    broke: the first run committed them, and its answer, never read, counted nothing.
+    The full path answers them as repeated completions, ended at the statement's own
+    time `at` under the report's lease; a repeat of a completion counted before ended
+    at another time."""
+    done: dict[str, Any] = {}
+    for (_, r), task in zip(items, answers, strict=True):
+        if (
+            r.status is TaskStatus.COMPLETED
+            and not isinstance(task, DomainError)
+            and task.status == TaskStatus.COMPLETED
+            and task.lease_id == r.lease_id
+            and task.end_time == at
+        ):
+            observations.settled(done, task, TaskStatus.COMPLETED, task.end_time, task.start_time)
+    if done:
+        db.committed(done)
+
+
 async def _complete_fast(
-    db: Database, items: Sequence[tuple[uuid.UUID, Report]]
+    db: Database, items: Sequence[tuple[uuid.UUID, Report]], replayed: list[datetime]
 ) -> dict[int, TaskView | DomainError]:
+    """The completions the fast statement settled, by item. `replayed` gets the
+    statement's time when it ran again after its connection broke."""
     first: dict[uuid.UUID, int] = {}
     for i, (task_id, r) in enumerate(items):
         if r.status is TaskStatus.COMPLETED:
@@ -117,7 +147,7 @@ async def _complete_fast(
     if db.is_sqlite:
         rows = await _complete_sqlite(db, [items[i] for i in first.values()])
     else:
-        rows = await _complete_postgres(db, items, first)
+        rows = await _complete_postgres(db, items, first, replayed)
     if rows:
         done: dict[str, Any] = {}
         for row in rows:
@@ -138,7 +168,10 @@ async def _complete_sqlite(db: Database, items: list[tuple[uuid.UUID, Report]]) 
 
 
 async def _complete_postgres(
-    db: Database, items: Sequence[tuple[uuid.UUID, Report]], first: dict[uuid.UUID, int]
+    db: Database,
+    items: Sequence[tuple[uuid.UUID, Report]],
+    first: dict[uuid.UUID, int],
+    replayed: list[datetime],
 ) -> list[TaskView]:
     now = db.clock.now()
     params = {
@@ -149,8 +182,11 @@ async def _complete_postgres(
         "principal": acting_name(),
     }
     # Replayed after a broken connection: a completion that ran finds its tasks no longer
-    # IN_PROGRESS the second time and changes nothing; they go to the full path.
-    done_rows = await db.direct(complete_statement(), params, replay_safe=True)
+    # IN_PROGRESS the second time and changes nothing; they go to the full path, which
+    # counts them (`_count_replayed`).
+    done_rows = await db.direct(
+        complete_statement(), params, replay_safe=True, replaying=lambda: replayed.append(now)
+    )
     return [SimpleNamespace(**row) for row in done_rows]
 
 
