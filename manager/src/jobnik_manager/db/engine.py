@@ -328,9 +328,8 @@ class Database:
         connection that broke once the statement was sent: it may have committed, so it
         runs again only if it is `replay_safe` (a second run does no harm), after a call
         of `replaying`; otherwise the error goes to the caller (a 503 for a request).
-        `params` may be a function,
-        called once a connection is in hand: for values that must be read when the
-        statement runs, such as the time a lease starts.
+        `params` may be a function, called once a connection is in hand: for values that
+        must be read when the statement runs, such as the time a lease starts.
 
         Row locks it takes last only as long as the statement runs, not a round trip
         more for the COMMIT; see `db.direct` for why it bypasses SQLAlchemy. A statement
