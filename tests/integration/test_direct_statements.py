@@ -317,3 +317,47 @@ async def test_a_completion_whose_answer_was_lost_is_run_again_and_counted_once(
     await pg_api.call("POST", "/v1/tasks/reports", json={"reports": reports})
     assert await completions() == before + 3
     await assert_invariants(pg_db)
+
+
+async def test_a_v1_completion_whose_answer_was_lost_is_answered_as_done(
+    pg_api: Api, pg_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Jobnik v1 report names no lease. Its completion statement committed, the
+    connection broke before the answer was read, and the statement ran again and found
+    the task done: the worker is answered with its task COMPLETED, not refused as an
+    illegal move, and the metrics count it once."""
+    stage_type = unique("v1recount")
+    stage = await pg_api.create_stage((await pg_api.create_job())["id"], stage_type)
+    await pg_api.create_tasks(stage["id"], 2)
+    task = await pg_api.dequeue(stage_type)
+    assert task is not None
+    statement = complete_statement().sql
+    runs: list[str] = []
+    fetch = asyncpg.Connection.fetch
+
+    async def answer_lost(self: asyncpg.Connection, query: str, *args: Any, **kw: Any) -> Any:
+        rows = await fetch(self, query, *args, **kw)
+        if query == statement:
+            runs.append(query)
+            if len(runs) == 1:
+                self.terminate()
+                raise asyncpg.ConnectionDoesNotExistError(
+                    "connection was closed in the middle of operation"
+                )
+        return rows
+
+    async def completions() -> float:
+        text_ = (await pg_api.http.get("/metrics")).text
+        return Scrape(text_).value("jobnik_task_completions_total", stage_type=stage_type)
+
+    before = await completions()
+    monkeypatch.setattr(asyncpg.Connection, "fetch", answer_lost)
+    answer = await pg_api.report(task["id"], "COMPLETED")
+    monkeypatch.undo()
+    assert len(runs) == 2  # run again after the break
+    assert answer["status"] == "COMPLETED"
+    assert await completions() == before + 1
+    # Sent again by the worker itself, the report is a move from COMPLETED: refused.
+    await pg_api.report(task["id"], "COMPLETED", expect=400)
+    assert await completions() == before + 1
+    await assert_invariants(pg_db)

@@ -100,10 +100,13 @@ async def settle(
     answers = await _complete_fast(db, items, replayed)
     rest = [i for i in range(len(items)) if i not in answers]
     if rest:
-        settled = await db.transaction(lambda s: settle_reports(s, [items[i] for i in rest]))
+        at = replayed[0] if replayed else None
+        settled = await db.transaction(
+            lambda s: settle_reports(s, [items[i] for i in rest], replayed_at=at)
+        )
         answers.update(zip(rest, settled, strict=True))
-        if replayed:
-            _count_replayed(db, [items[i] for i in rest], settled, replayed[0])
+        if at is not None:
+            _count_replayed(db, [items[i] for i in rest], settled, at)
     db.committed({observations.REPORT_TOOK: time.perf_counter() - began})
     return [answers[i] for i in range(len(items))]
 
@@ -117,15 +120,15 @@ def _count_replayed(
     """Count the completions of a completion statement run again after its connection
     broke: the first run committed them, and its answer, never read, counted nothing.
     The full path answers them as repeated completions, ended at the statement's own
-    time `at` under the report's lease; a repeat of a completion counted before ended
-    at another time."""
+    time `at` (under the report's lease, if it names one); a repeat of a completion
+    counted before ended at another time."""
     done: dict[str, Any] = {}
     for (_, r), task in zip(items, answers, strict=True):
         if (
             r.status is TaskStatus.COMPLETED
             and not isinstance(task, DomainError)
             and task.status == TaskStatus.COMPLETED
-            and task.lease_id == r.lease_id
+            and (r.lease_id is None or task.lease_id == r.lease_id)
             and task.end_time == at
         ):
             observations.settled(done, task, TaskStatus.COMPLETED, task.end_time, task.start_time)
@@ -195,9 +198,14 @@ def _json_text(result: dict[str, Any] | None) -> str | None:
 
 
 async def settle_reports(
-    s: AsyncSession, items: Sequence[tuple[uuid.UUID, Report]], now: datetime | None = None
+    s: AsyncSession,
+    items: Sequence[tuple[uuid.UUID, Report]],
+    now: datetime | None = None,
+    replayed_at: datetime | None = None,
 ) -> list[TaskView | DomainError]:
-    """Settle each report; answers, in order, the task as settled or why it was refused."""
+    """Settle each report; answers, in order, the task as settled or why it was refused.
+    `replayed_at` is the time of a completion statement that ran again after its
+    connection broke: a task it completed is answered as completed, lease or not."""
     now = now or now_in(s)
     ids = sorted({task_id for task_id, _ in items})
     rows = await s.execute(
@@ -216,7 +224,7 @@ async def settle_reports(
             answers.append(TaskNotFound())
             continue
         try:
-            outcome = _decide(task, r, now)
+            outcome = _decide(task, r, now, replayed_at)
         except DomainError as exc:
             answers.append(exc)
             continue
@@ -258,9 +266,19 @@ async def settle_reports(
     return answers
 
 
-def _decide(task: TaskView, r: Report, now: datetime) -> ReportOutcome | None:
+def _decide(
+    task: TaskView, r: Report, now: datetime, replayed_at: datetime | None = None
+) -> ReportOutcome | None:
     """The outcome of `r` for `task`, None when it repeats a completion, or an error."""
     current = task.status
+    if (
+        replayed_at is not None
+        and r.lease_id is None  # a leased one is recognised by its lease, below
+        and r.status is TaskStatus.COMPLETED
+        and current is TaskStatus.COMPLETED
+        and task.end_time == replayed_at
+    ):
+        return None  # completed by this report's own statement, whose answer was lost
     if r.lease_id is not None and not lease_is_live(
         current, task.lease_id, task.lease_expires_at, r.lease_id, now
     ):
