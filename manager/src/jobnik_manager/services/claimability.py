@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import ColumnElement, Select, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from ..db.engine import Database, now_in
@@ -100,25 +100,35 @@ DUE_BATCH = 500
 _RUNNING_STAGES = (StageStatus.PENDING, StageStatus.IN_PROGRESS)
 
 
+def due_query(now: datetime) -> Select[int, uuid.UUID]:
+    """Tasks whose `notBefore` has passed, in a running stage, the earliest first.
+
+    Read from the partial index ix_tasks_not_before, which holds only the tasks that
+    wait for a time: the stage's status is a subquery per task found, not a join, which
+    the planner may drive from the stage's side instead. On a stage it has no statistics
+    for yet (one created a moment ago) it did, and walked every task of the stage once
+    a second (37-120 ms at 100,000 tasks, during their drain)."""
+    stage_status = select(Stage.status).where(Stage.id == Task.stage_id).scalar_subquery()
+    return (
+        select(Task.seq, Task.job_id)
+        .where(
+            Task.not_before <= now,
+            Task.status.in_(WAITING_TO_RUN),
+            stage_status.in_(_RUNNING_STAGES),
+        )
+        .order_by(Task.not_before)
+        .limit(DUE_BATCH)
+        .with_for_update(skip_locked=True)
+    )
+
+
 async def open_due(s: AsyncSession) -> int:
     """Make tasks whose `notBefore` has passed claimable: retries whose delay is over,
     and scheduled tasks whose time has come, if their stage runs and their job lets
     tasks be claimed (a paused job's are opened by its resume, a later stage's when its
     turn comes)."""
     now = now_in(s)
-    stmt = (
-        select(Task.seq, Task.job_id)
-        .join(Stage, Stage.id == Task.stage_id)
-        .where(
-            Task.not_before <= now,
-            Task.status.in_(WAITING_TO_RUN),
-            Stage.status.in_(_RUNNING_STAGES),
-        )
-        .order_by(Task.not_before)
-        .limit(DUE_BATCH)
-        .with_for_update(of=Task, skip_locked=True)
-    )
-    due = (await s.execute(stmt)).all()
+    due = (await s.execute(due_query(now))).all()
     if not due:
         return 0
     await s.execute(
