@@ -75,13 +75,12 @@ async def assert_invariants(db: Database) -> None:
         if broken is not None:
             task_id, status, claimable, reason = broken
             raise AssertionError(f"task {task_id} {status} claimable={claimable}: {reason}")
+        stages_of: dict[Any, list[Any]] = {}
+        for st in stages.values():
+            stages_of.setdefault(st.job_id, []).append(st)
         for job in jobs.values():
             if JobStatus(job.status) is JobStatus.COMPLETED:
-                assert all(
-                    st.status == StageStatus.COMPLETED
-                    for st in stages.values()
-                    if st.job_id == job.id
-                )
+                assert all(st.status == StageStatus.COMPLETED for st in stages_of.get(job.id, []))
                 assert job.percentage == 100
         for row in [*jobs.values(), *stages.values()]:
             final = row.status.is_final
@@ -94,7 +93,7 @@ async def assert_invariants(db: Database) -> None:
             assert st.failed <= st.allowed_failures or st.status is not StageStatus.COMPLETED
             assert st.partial == (st.status is StageStatus.COMPLETED and st.failed > 0)
         for job in jobs.values():
-            done_stages = [st for st in stages.values() if st.job_id == job.id]
+            done_stages = stages_of.get(job.id, [])
             assert job.partial == (
                 job.status is JobStatus.COMPLETED and any(st.partial for st in done_stages)
             ), f"job {job.id} partial={job.partial}"
