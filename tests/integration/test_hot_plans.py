@@ -8,9 +8,12 @@ settings (no bitmap scans, generic plans), and the very parameters a run would b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
+from typing import Any
 
 import pytest
 from sqlalchemy.dialects import postgresql
@@ -18,6 +21,7 @@ from sqlalchemy.dialects import postgresql
 from jobnik_manager.db.claim import claim_statement
 from jobnik_manager.db.complete import complete_statement
 from jobnik_manager.db.engine import Database
+from jobnik_manager.maintenance.expiry import due_jobs_scan
 from jobnik_manager.services.claimability import due_query
 from jobnik_manager.services.tasks import TaskFilter, tasks_query
 
@@ -126,6 +130,48 @@ async def test_the_search_for_due_tasks_reads_only_the_tasks_that_wait(
     plan = rows[0][0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
     assert scans_of(plan, "tasks") == [("Index Scan", "ix_tasks_not_before")], plan
+
+
+@pytest.mark.parametrize("analyse", [False, True], ids=["fresh", "analysed"])
+async def test_the_search_for_expired_jobs_reads_only_the_jobs_that_may_expire(
+    big: Database, analyse: bool
+) -> None:
+    # The maintenance tick's, once a second. An Open Job Spec push makes a job of every
+    # task: here 20,000 finished ones (in a transaction rolled back after), a few of
+    # them with an expiry that no longer matters.
+    rows: list[Any] = []
+    async with big.direct_transaction() as conn:
+        with contextlib.suppress(Undone):
+            async with conn.transaction():  # a savepoint: undone, with its jobs, below
+                rows = await _explain_among_jobs(conn, analyse, big.clock.now())
+                raise Undone
+    plan = rows[0][0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+    assert scans_of(plan, "jobs") == [("Index Scan", "ix_jobs_expiring")], plan
+
+
+class Undone(Exception):
+    pass
+
+
+async def _explain_among_jobs(conn: Any, analyse: bool, now: datetime) -> list[Any]:
+    columns = await conn.fetch(
+        "SELECT column_name FROM information_schema.columns"
+        " WHERE table_name = 'jobs' AND column_name NOT IN"
+        " ('id', 'status', 'start_time', 'end_time', 'expires_at')"
+    )
+    listed = ", ".join(r["column_name"] for r in columns)
+    await conn.execute(
+        f"INSERT INTO jobs (id, status, start_time, end_time, expires_at, {listed})"
+        " SELECT gen_random_uuid(), 'COMPLETED', now(), now(),"
+        f" CASE WHEN n % 100 = 0 THEN now() END, {listed}"
+        " FROM jobs, generate_series(1, 20000) AS n"
+    )
+    if analyse:
+        await conn.execute("ANALYZE jobs")
+    scan = due_jobs_scan(now)
+    sql = scan.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})
+    return list(await conn.fetch(f"EXPLAIN (FORMAT JSON) {sql}"))
 
 
 async def test_the_checks_see_a_scan_and_a_sort_of_the_table(big: Database) -> None:

@@ -104,3 +104,13 @@ def test_the_ticks_scans_write_their_statuses_into_the_sql(module: Any, status: 
         )
     )
     assert f"tasks.status = {status}" in sql or f"{status})" in sql, sql
+
+
+def test_the_ticks_scan_of_jobs_writes_their_statuses_into_the_sql() -> None:
+    scan = expiry.due_jobs_scan(SystemClock().now())
+    sql = str(
+        scan.compile(
+            dialect=postgresql.asyncpg.dialect(), compile_kwargs={"render_postcompile": True}
+        )
+    )
+    assert "jobs.status IN ('CREATED', 'PENDING', 'PAUSED')" in sql, sql

@@ -85,6 +85,13 @@ class Job(Base):
     __table_args__ = (
         # Jobs that must be final by a time, for the maintenance tick.
         _partial_index("ix_jobs_deadline", "deadline", "deadline IS NOT NULL"),
+        # Unstarted jobs that expire, by when: what the maintenance tick aborts.
+        _partial_index(
+            "ix_jobs_expiring",
+            "expires_at",
+            "expires_at IS NOT NULL AND start_time IS NULL"
+            " AND status IN ('CREATED', 'PENDING', 'PAUSED')",
+        ),
         # A name's trigrams, for a search by part of a name (PostgreSQL's pg_trgm; SQLite
         # reads the table, which at its scale takes milliseconds).
         Index(
