@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from jobnik_manager.db.claim import claim_statement
 from jobnik_manager.db.complete import complete_statement
 from jobnik_manager.db.engine import Database
 from jobnik_manager.maintenance.expiry import due_jobs_scan
+from jobnik_manager.maintenance.time_limits import past_deadline_scan
 from jobnik_manager.services.claimability import due_query
 from jobnik_manager.services.tasks import TaskFilter, tasks_query
 
@@ -133,45 +134,53 @@ async def test_the_search_for_due_tasks_reads_only_the_tasks_that_wait(
 
 
 @pytest.mark.parametrize("analyse", [False, True], ids=["fresh", "analysed"])
-async def test_the_search_for_expired_jobs_reads_only_the_jobs_that_may_expire(
-    big: Database, analyse: bool
+@pytest.mark.parametrize(
+    ("scan", "index"),
+    [(due_jobs_scan, "ix_jobs_expiring"), (past_deadline_scan, "ix_jobs_deadline")],
+    ids=["expired", "past deadline"],
+)
+async def test_the_tick_reads_only_the_jobs_its_search_can_find(
+    big: Database, analyse: bool, scan: Callable[[datetime], Any], index: str
 ) -> None:
-    # The maintenance tick's, once a second. An Open Job Spec push makes a job of every
-    # task: here 20,000 finished ones (in a transaction rolled back after), a few of
-    # them with an expiry that no longer matters.
+    # The maintenance tick's searches for jobs, once a second. An Open Job Spec push
+    # makes a job of every task: here 20,000 finished ones (in a savepoint undone after),
+    # one in a hundred with an expiry and a deadline that no longer matter.
     rows: list[Any] = []
     async with big.direct_transaction() as conn:
         with contextlib.suppress(Undone):
-            async with conn.transaction():  # a savepoint: undone, with its jobs, below
-                rows = await _explain_among_jobs(conn, analyse, big.clock.now())
+            async with conn.transaction():
+                await _finished_jobs(conn, 20_000)
+                if analyse:
+                    await conn.execute("ANALYZE jobs")
+                sql = scan(big.clock.now()).compile(
+                    dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}
+                )
+                rows = list(await conn.fetch(f"EXPLAIN (FORMAT JSON) {sql}"))
                 raise Undone
     plan = rows[0][0]
     plan = json.loads(plan) if isinstance(plan, str) else plan
-    assert scans_of(plan, "jobs") == [("Index Scan", "ix_jobs_expiring")], plan
+    assert scans_of(plan, "jobs") == [("Index Scan", index)], plan
 
 
 class Undone(Exception):
     pass
 
 
-async def _explain_among_jobs(conn: Any, analyse: bool, now: datetime) -> list[Any]:
+async def _finished_jobs(conn: Any, n: int) -> None:
+    """`n` copies of the module's job, COMPLETED; every hundredth with an expiry and a
+    deadline, both passed."""
     columns = await conn.fetch(
-        "SELECT column_name FROM information_schema.columns"
-        " WHERE table_name = 'jobs' AND column_name NOT IN"
-        " ('id', 'status', 'start_time', 'end_time', 'expires_at')"
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'jobs'"
+        " AND column_name NOT IN"
+        " ('id', 'status', 'start_time', 'end_time', 'expires_at', 'deadline')"
     )
     listed = ", ".join(r["column_name"] for r in columns)
     await conn.execute(
-        f"INSERT INTO jobs (id, status, start_time, end_time, expires_at, {listed})"
+        f"INSERT INTO jobs (id, status, start_time, end_time, expires_at, deadline, {listed})"
         " SELECT gen_random_uuid(), 'COMPLETED', now(), now(),"
-        f" CASE WHEN n % 100 = 0 THEN now() END, {listed}"
-        " FROM jobs, generate_series(1, 20000) AS n"
+        " CASE WHEN n % 100 = 0 THEN now() END, CASE WHEN n % 100 = 0 THEN now() END,"
+        f" {listed} FROM jobs, generate_series(1, {n}) AS n"
     )
-    if analyse:
-        await conn.execute("ANALYZE jobs")
-    scan = due_jobs_scan(now)
-    sql = scan.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True})
-    return list(await conn.fetch(f"EXPLAIN (FORMAT JSON) {sql}"))
 
 
 async def test_the_checks_see_a_scan_and_a_sort_of_the_table(big: Database) -> None:

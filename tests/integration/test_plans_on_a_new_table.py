@@ -106,11 +106,20 @@ def test_the_ticks_scans_write_their_statuses_into_the_sql(module: Any, status: 
     assert f"tasks.status = {status}" in sql or f"{status})" in sql, sql
 
 
-def test_the_ticks_scan_of_jobs_writes_their_statuses_into_the_sql() -> None:
-    scan = expiry.due_jobs_scan(SystemClock().now())
+@pytest.mark.parametrize(
+    ("scan", "statuses"),
+    [
+        (expiry.due_jobs_scan, "'CREATED', 'PENDING', 'PAUSED'"),
+        (time_limits.past_deadline_scan, "'CREATED', 'PENDING', 'IN_PROGRESS', 'PAUSED'"),
+    ],
+    ids=["expiry", "deadlines"],
+)
+def test_the_ticks_scans_of_jobs_write_their_statuses_into_the_sql(
+    scan: Any, statuses: str
+) -> None:
     sql = str(
-        scan.compile(
+        scan(SystemClock().now()).compile(
             dialect=postgresql.asyncpg.dialect(), compile_kwargs={"render_postcompile": True}
         )
     )
-    assert "jobs.status IN ('CREATED', 'PENDING', 'PAUSED')" in sql, sql
+    assert f"jobs.status IN ({statuses})" in sql, sql

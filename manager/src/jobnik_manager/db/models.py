@@ -83,8 +83,12 @@ class Base(DeclarativeBase):
 class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (
-        # Jobs that must be final by a time, for the maintenance tick.
-        _partial_index("ix_jobs_deadline", "deadline", "deadline IS NOT NULL"),
+        # Unfinished jobs that must be final by a time, for the maintenance tick.
+        _partial_index(
+            "ix_jobs_deadline",
+            "deadline",
+            "deadline IS NOT NULL AND status IN ('CREATED', 'PENDING', 'IN_PROGRESS', 'PAUSED')",
+        ),
         # Unstarted jobs that expire, by when: what the maintenance tick aborts.
         _partial_index(
             "ix_jobs_expiring",

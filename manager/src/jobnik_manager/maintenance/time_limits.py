@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from jobnik_protocol.wire import SystemReason
 
 from ..db.engine import Database, now_in
-from ..db.models import Job, Task, written
+from ..db.models import Job, Task, written, written_all
 from ..domain.moves import job_move
 from ..domain.progress import job_percentage
 from ..domain.statuses import JobStatus, TaskStatus
@@ -27,7 +27,8 @@ from ..services.reports import Report, settle_reports
 from .reaper import each_due, in_batches
 
 BATCH = 100
-_FINAL_JOB = [s for s in JobStatus if s.is_final]
+# A job's statuses until it ends: those of ix_jobs_deadline's predicate.
+UNFINISHED_JOB = tuple(s for s in JobStatus if not s.is_final)
 
 
 def due_scan(now: datetime) -> Select[uuid.UUID, datetime | None, float | None]:
@@ -91,12 +92,18 @@ async def fail_past_deadline(s: AsyncSession, *, job_id: uuid.UUID) -> bool:
     return True
 
 
-async def enforce_deadlines(db: Database) -> int:
-    """Fail the jobs past their deadline, each in a transaction of its own."""
-    due = (
+def past_deadline_scan(now: datetime) -> Select[uuid.UUID]:
+    """The unfinished jobs past their deadline at `now`, soonest first: read from the
+    partial index ix_jobs_deadline, which holds only unfinished jobs with a deadline
+    (it held every job with one, so the tick read all those that had ended in time)."""
+    return (
         select(Job.id)
-        .where(Job.deadline <= db.clock.now(), Job.status.not_in(_FINAL_JOB))
+        .where(Job.deadline <= now, Job.status.in_(written_all(UNFINISHED_JOB)))
         .order_by(Job.deadline)
         .limit(BATCH)
     )
-    return await each_due(db, due, fail_past_deadline)
+
+
+async def enforce_deadlines(db: Database) -> int:
+    """Fail the jobs past their deadline, each in a transaction of its own."""
+    return await each_due(db, past_deadline_scan(db.clock.now()), fail_past_deadline)
