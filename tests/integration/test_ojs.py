@@ -437,6 +437,25 @@ async def test_the_queues_are_listed_and_a_purge_empties_one_alone(
     assert left["queue"] == kept
 
 
+async def test_a_purge_of_some_states_deletes_only_the_jobs_in_them(
+    client: httpx.AsyncClient, api: Api
+) -> None:
+    queue = unique("states").lower()
+    done, running, waiting = [await push(client, options={"queue": queue}) for _ in range(3)]
+    fetched = await call(client, "POST", "/v1/workers/fetch", {"queues": [queue], "count": 2})
+    assert [j["id"] for j in fetched["jobs"]] == [done["id"], running["id"]]
+    await call(client, "POST", "/v1/workers/ack", {"job_id": done["id"]})
+    body = {"confirm": True, "states": ["completed"]}
+    said = await call(client, "DELETE", f"/v1/admin/queues/{queue}/jobs", body)
+    assert said["purged_count"] == 1
+    refused(await call(client, "GET", f"/v1/jobs/{done['id']}", expect=404), "not_found")
+    body = {"confirm": True, "states": ["available", "completed"]}
+    said = await call(client, "DELETE", f"/v1/admin/queues/{queue}/jobs", body)
+    assert said["purged_count"] == 1
+    refused(await call(client, "GET", f"/v1/jobs/{waiting['id']}", expect=404), "not_found")
+    assert (await call(client, "GET", f"/v1/jobs/{running['id']}"))["job"]["state"] == "active"
+
+
 async def test_a_batch_push_makes_every_job_or_none(
     client: httpx.AsyncClient, db: Database
 ) -> None:

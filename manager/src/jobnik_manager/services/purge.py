@@ -8,12 +8,14 @@ import uuid
 from collections.abc import Collection
 from functools import partial
 
-from sqlalchemy import exists, select
+from sqlalchemy import exists, false, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from ..db.engine import Database
-from ..db.models import Stage, Task
+from ..db.models import Stage
 from ..domain.statuses import JobStatus, TaskStatus
+from ..domain.summary import summary_field
 from .jobs import change_status, delete_job
 from .loading import load_job
 
@@ -38,10 +40,15 @@ async def purge_stage_type(db: Database, stage_type: str, statuses: Collection[T
 async def _some(
     s: AsyncSession, *, stage_type: str, statuses: Collection[TaskStatus]
 ) -> list[uuid.UUID]:
-    elsewhere = exists().where(Stage.job_id == Task.job_id, Stage.type != stage_type)
+    # Found by the stages of the type and their summaries (a task in `statuses` is a
+    # counter above zero), not the tasks: the tasks table has no index by type but the
+    # claim index, and was read whole for each batch of jobs purged.
+    other = aliased(Stage)
+    elsewhere = exists().where(other.job_id == Stage.job_id, other.type != stage_type)
+    holding = [getattr(Stage, summary_field(status)) > 0 for status in statuses]
     rows = await s.execute(
-        select(Task.job_id)
-        .where(Task.stage_type == stage_type, Task.status.in_(list(statuses)), ~elsewhere)
+        select(Stage.job_id)
+        .where(Stage.type == stage_type, or_(false(), *holding), ~elsewhere)
         .distinct()
         .limit(BATCH)
     )
