@@ -271,6 +271,38 @@ async def test_a_create_whose_commit_broke_is_not_run_again(
     assert len(listed["items"] if isinstance(listed, dict) else listed) == 1
 
 
+class AnswerLost:
+    """Patched in as asyncpg's `fetch`: the completion statement's first run commits,
+    then its connection breaks before the answer is read. `runs` counts its runs."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self._statement = complete_statement().sql
+        self._fetch = asyncpg.Connection.fetch
+
+    def patch(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        lost = self
+
+        async def fetch(conn: asyncpg.Connection, query: str, *args: Any, **kw: Any) -> Any:
+            rows = await lost._fetch(conn, query, *args, **kw)
+            if query == lost._statement:
+                lost.runs += 1
+                if lost.runs == 1:
+                    conn.terminate()
+                    raise asyncpg.ConnectionDoesNotExistError(
+                        "connection was closed in the middle of operation"
+                    )
+            return rows
+
+        monkeypatch.setattr(asyncpg.Connection, "fetch", fetch)
+
+
+async def completions(api: Api, stage_type: str) -> float:
+    """The manager's count of completions of `stage_type`, from its /metrics."""
+    text_ = (await api.http.get("/metrics")).text
+    return Scrape(text_).value("jobnik_task_completions_total", stage_type=stage_type)
+
+
 async def test_a_completion_whose_answer_was_lost_is_run_again_and_counted_once(
     pg_api: Api, pg_db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -283,39 +315,21 @@ async def test_a_completion_whose_answer_was_lost_is_run_again_and_counted_once(
     body = {"stageTypes": [stage_type], "limit": 3, "leaseSeconds": 60}
     claimed = (await pg_api.call("POST", "/v1/tasks/claim", json=body))["items"]
     assert len(claimed) == 3
-    statement = complete_statement().sql
-    runs: list[str] = []
-    fetch = asyncpg.Connection.fetch
-
-    async def answer_lost(self: asyncpg.Connection, query: str, *args: Any, **kw: Any) -> Any:
-        rows = await fetch(self, query, *args, **kw)
-        if query == statement:
-            runs.append(query)
-            if len(runs) == 1:
-                self.terminate()
-                raise asyncpg.ConnectionDoesNotExistError(
-                    "connection was closed in the middle of operation"
-                )
-        return rows
-
-    async def completions() -> float:
-        text_ = (await pg_api.http.get("/metrics")).text
-        return Scrape(text_).value("jobnik_task_completions_total", stage_type=stage_type)
-
-    before = await completions()
+    lost = AnswerLost()
+    before = await completions(pg_api, stage_type)
     reports = [{"taskId": t["id"], "status": "COMPLETED", "leaseId": t["leaseId"]} for t in claimed]
     # One completed, and counted, before: repeated in the batch, it is not counted again.
     await pg_api.call("POST", "/v1/tasks/reports", json={"reports": reports[2:]})
-    assert await completions() == before + 1
-    monkeypatch.setattr(asyncpg.Connection, "fetch", answer_lost)
+    assert await completions(pg_api, stage_type) == before + 1
+    lost.patch(monkeypatch)
     answer = await pg_api.call("POST", "/v1/tasks/reports", json={"reports": reports})
     monkeypatch.undo()
-    assert len(runs) == 2  # run again after the break
+    assert lost.runs == 2  # run again after the break
     assert [item["task"]["status"] for item in answer["items"]] == ["COMPLETED"] * 3
-    assert await completions() == before + 3
+    assert await completions(pg_api, stage_type) == before + 3
     # A worker's own repeat of the same reports (its answer lost on the way) counts none.
     await pg_api.call("POST", "/v1/tasks/reports", json={"reports": reports})
-    assert await completions() == before + 3
+    assert await completions(pg_api, stage_type) == before + 3
     await assert_invariants(pg_db)
 
 
@@ -331,33 +345,15 @@ async def test_a_v1_completion_whose_answer_was_lost_is_answered_as_done(
     await pg_api.create_tasks(stage["id"], 2)
     task = await pg_api.dequeue(stage_type)
     assert task is not None
-    statement = complete_statement().sql
-    runs: list[str] = []
-    fetch = asyncpg.Connection.fetch
-
-    async def answer_lost(self: asyncpg.Connection, query: str, *args: Any, **kw: Any) -> Any:
-        rows = await fetch(self, query, *args, **kw)
-        if query == statement:
-            runs.append(query)
-            if len(runs) == 1:
-                self.terminate()
-                raise asyncpg.ConnectionDoesNotExistError(
-                    "connection was closed in the middle of operation"
-                )
-        return rows
-
-    async def completions() -> float:
-        text_ = (await pg_api.http.get("/metrics")).text
-        return Scrape(text_).value("jobnik_task_completions_total", stage_type=stage_type)
-
-    before = await completions()
-    monkeypatch.setattr(asyncpg.Connection, "fetch", answer_lost)
+    lost = AnswerLost()
+    before = await completions(pg_api, stage_type)
+    lost.patch(monkeypatch)
     answer = await pg_api.report(task["id"], "COMPLETED")
     monkeypatch.undo()
-    assert len(runs) == 2  # run again after the break
+    assert lost.runs == 2  # run again after the break
     assert answer["status"] == "COMPLETED"
-    assert await completions() == before + 1
+    assert await completions(pg_api, stage_type) == before + 1
     # Sent again by the worker itself, the report is a move from COMPLETED: refused.
     await pg_api.report(task["id"], "COMPLETED", expect=400)
-    assert await completions() == before + 1
+    assert await completions(pg_api, stage_type) == before + 1
     await assert_invariants(pg_db)
