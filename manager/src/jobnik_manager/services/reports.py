@@ -124,16 +124,23 @@ def _count_replayed(
     counted before ended at another time."""
     done: dict[str, Any] = {}
     for (_, r), task in zip(items, answers, strict=True):
-        if (
-            r.status is TaskStatus.COMPLETED
-            and not isinstance(task, DomainError)
-            and task.status == TaskStatus.COMPLETED
-            and (r.lease_id is None or task.lease_id == r.lease_id)
-            and task.end_time == at
-        ):
+        if not isinstance(task, DomainError) and _completed_by_replay(task, r, at):
             observations.settled(done, task, TaskStatus.COMPLETED, task.end_time, task.start_time)
     if done:
         db.committed(done)
+
+
+def _completed_by_replay(task: TaskView, r: Report, at: datetime | None) -> bool:
+    """Whether `r`'s completion statement, run again at `at` after its connection broke,
+    is what completed `task` the first time: the task ended at the statement's own time,
+    under the report's lease if it names one."""
+    return (
+        at is not None
+        and r.status is TaskStatus.COMPLETED
+        and task.status == TaskStatus.COMPLETED
+        and task.end_time == at
+        and (r.lease_id is None or task.lease_id == r.lease_id)
+    )
 
 
 async def _complete_fast(
@@ -271,13 +278,8 @@ def _decide(
 ) -> ReportOutcome | None:
     """The outcome of `r` for `task`, None when it repeats a completion, or an error."""
     current = task.status
-    if (
-        replayed_at is not None
-        and r.lease_id is None  # a leased one is recognised by its lease, below
-        and r.status is TaskStatus.COMPLETED
-        and current is TaskStatus.COMPLETED
-        and task.end_time == replayed_at
-    ):
+    # A leased one is recognised by its lease, below.
+    if r.lease_id is None and _completed_by_replay(task, r, replayed_at):
         return None  # completed by this report's own statement, whose answer was lost
     if r.lease_id is not None and not lease_is_live(
         current, task.lease_id, task.lease_expires_at, r.lease_id, now
