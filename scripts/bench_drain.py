@@ -42,8 +42,10 @@ A drain's rate is N over the span from its first IN_PROGRESS event to its last C
 event, both stamped by the manager. Every drain is checked afterwards: every task of its
 job COMPLETED, with exactly one COMPLETED event each, and the invariants of
 tests/support/invariants.py; any failure ends the run with exit status 1. Per-task costs
-come with the rates: the manager's and the worker's CPU time, PostgreSQL commits (from
-`pg_stat_database`) and statements (when `pg_stat_statements` is preloaded).
+come with the rates: the manager's and the worker's CPU time, the WAL the server wrote
+(its insert position before and after: unlike the CPU times, the same on a slow machine
+as on a fast one), PostgreSQL commits (from `pg_stat_database`) and statements (when
+`pg_stat_statements` is preloaded).
 
     uv run python scripts/bench_drain.py                          # 20,000 tasks, 1 run
     uv run python scripts/bench_drain.py --tasks 5000 --runs 3 --modes sdk,batch
@@ -385,6 +387,13 @@ async def served(
         manager.stop()
         if not keep:
             await drop(url)
+
+
+async def wal_written(url: str) -> int:
+    """Bytes of WAL the server has written so far (its insert position): what a drain
+    asks PostgreSQL to make durable, the same on a slow machine as on a fast one."""
+    async with pg(url) as conn:
+        return int(await conn.fetchval("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn"))
 
 
 async def backends_cpu(url: str) -> float:
@@ -966,6 +975,9 @@ class Result:
     worker_cpu_ms: float | None  # per task
     # Per task: the CPU of the PostgreSQL backends serving the database (PostgreSQL only)
     database_cpu_ms: float | None
+    # Per task: the WAL the server wrote while it ran (the whole server's: nothing else
+    # runs, but autovacuum may; PostgreSQL only)
+    wal_bytes: float | None
     commits: float | None  # per task
     statements: float | None  # per task
     claims: float | None  # IN_PROGRESS events per task: 1.0 unless something went wrong
@@ -1063,6 +1075,13 @@ class Bench:
         now = await backends_cpu(self.url)
         return now if since is None else now - since
 
+    async def wal(self, since: int | None = None) -> int | None:
+        """The server's WAL written so far, or since `since` (None on SQLite)."""
+        if not self.pg_counters:
+            return None
+        now = await wal_written(self.url)
+        return now if since is None else now - since
+
     async def counters(self) -> Counters | None:
         return await read_counters(self.url, self.statements) if self.pg_counters else None
 
@@ -1077,7 +1096,7 @@ class Bench:
     async def create(self, mode: str, stage_type: str, ceiling: Ceiling | None) -> Result:
         n = self.args.tasks
         before, cpu = await self.counters(), self.manager.cpu_seconds()
-        pg_cpu = await self.database_cpu()
+        pg_cpu, wal = await self.database_cpu(), await self.wal()
         base = self.manager.base
         if mode == "ojspush":  # n jobs of a task each, on the queue `stage_type`
             elapsed = await self.manager.watch(ojs_push(base, stage_type, n))
@@ -1088,13 +1107,13 @@ class Bench:
             first, _ = await self.manager.watch(make(base, f"{stage_type}-first", n))
             await abort_job(base, first)
             before, cpu = await self.counters(), self.manager.cpu_seconds()
-            pg_cpu = await self.database_cpu()
+            pg_cpu, wal = await self.database_cpu(), await self.wal()
             job_id, elapsed = await self.manager.watch(make(base, stage_type, n))
             self._job = job_id
             made, what = Task.job_id == job_id, f"job {job_id}"
             clear_up = partial(abort_job, base, job_id)
         cpu = self.manager.cpu_seconds() - cpu
-        pg_cpu = await self.database_cpu(since=pg_cpu)
+        pg_cpu, wal = await self.database_cpu(since=pg_cpu), await self.wal(since=wal)
         end = time.monotonic()
         async with database(self.url) as db, db.sessions() as s:
             count = (await s.execute(select(func.count()).where(made))).scalar_one()
@@ -1115,6 +1134,7 @@ class Bench:
             manager_cpu_ms=cpu * 1000 / n,
             worker_cpu_ms=None,
             database_cpu_ms=None if pg_cpu is None else pg_cpu * 1000 / n,
+            wal_bytes=None if wal is None else wal / n,
             claims=None,
             **self.per_task(before, after, n),
         )
@@ -1147,7 +1167,7 @@ class Bench:
         try:
             await child.start()
             before, cpu = await self.counters(), self.manager.cpu_seconds()
-            pg_cpu = await self.database_cpu()
+            pg_cpu, wal = await self.database_cpu(), await self.wal()
             started = time.perf_counter()
             await child.go()
             outcome = await self.manager.watch(child.result(a.timeout))
@@ -1155,7 +1175,7 @@ class Bench:
             child.kill()
         wall = time.perf_counter() - started
         cpu = self.manager.cpu_seconds() - cpu
-        pg_cpu = await self.database_cpu(since=pg_cpu)
+        pg_cpu, wal = await self.database_cpu(since=pg_cpu), await self.wal(since=wal)
         await self.settle(time.monotonic())
         after = await self.counters()
         facts = await (
@@ -1176,6 +1196,7 @@ class Bench:
             manager_cpu_ms=cpu * 1000 / n,
             worker_cpu_ms=outcome["cpu_s"] * 1000 / n,
             database_cpu_ms=None if pg_cpu is None else pg_cpu * 1000 / n,
+            wal_bytes=None if wal is None else wal / n,
             claims=facts.claims / n,
             **self.per_task(before, after, n),
         )
@@ -1244,6 +1265,10 @@ def fmt_num(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def fmt_bytes(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
 def describe_rate(r: Result) -> str:
     return f"{fmt_rate(r.rate)} tasks/s ({fmt_ratio(r.ratio)}) over {r.seconds:.1f} s"
 
@@ -1281,6 +1306,7 @@ def summarize(runs: list[Run]) -> dict[str, Any]:
                     "manager_cpu_ms",
                     "worker_cpu_ms",
                     "database_cpu_ms",
+                    "wal_bytes",
                     "commits",
                     "statements",
                     "claims",
@@ -1302,16 +1328,16 @@ def print_phase(title: str, summary: dict[str, Any], ceiling_note: str, runs: in
         print(f"  ceiling {ceiling_note}: {ceiling:,.0f} cycles/s{spread}")
     head = (
         f"  {'mode':<44}{'tasks':>8}{'tasks/s':>10}{'x ceil':>9}{'span s':>9}"
-        f"{'mgr CPU':>9}{'wkr CPU':>9}{'pg CPU':>9}{'commits':>9}{'stmts':>7}"
+        f"{'mgr CPU':>9}{'wkr CPU':>9}{'pg CPU':>9}{'WAL':>7}{'commits':>9}{'stmts':>7}"
     )
     print(head)
-    units = f"{'ms/task':>9}{'ms/task':>9}{'ms/task':>9}{'/task':>9}{'/task':>7}"
+    units = f"{'ms/task':>9}{'ms/task':>9}{'ms/task':>9}{'B/task':>7}{'/task':>9}{'/task':>7}"
     print(f"  {'':<80}{units}")
     for m in summary["modes"].values():
         print(
             f"  {m['label']:<44}{m['tasks']:>8,}{fmt_rate(m['rate']):>10}{fmt_ratio(m['ratio']):>9}"
             f"{m['seconds']:>9.1f}{fmt_num(m['manager_cpu_ms']):>9}{fmt_num(m['worker_cpu_ms']):>9}"
-            f"{fmt_num(m['database_cpu_ms']):>9}"
+            f"{fmt_num(m['database_cpu_ms']):>9}{fmt_bytes(m['wal_bytes']):>7}"
             f"{fmt_num(m['commits']):>9}{fmt_num(m['statements'], 1):>7}"
         )
     if runs > 1:
