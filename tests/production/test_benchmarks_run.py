@@ -9,17 +9,37 @@ fails, so a run that ends with status 0 and prints its figures is the outcome he
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
+# The databases of fixed names that scripts leave for inspection (the others drop theirs).
+LEFT_BY_SCRIPTS = ("jobnik_latency", "jobnik_bench_scrape", "jobnik_bench_create")
+
+
+async def _drop_left() -> None:
+    conn = await asyncpg.connect("postgresql://postgres@127.0.0.1:5432/postgres")
+    try:
+        for name in LEFT_BY_SCRIPTS:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _clear_up() -> Iterator[None]:
+    yield
+    asyncio.run(_drop_left())
 
 
 def run_script(*argv: str, timeout: float = 500) -> str:
@@ -106,3 +126,18 @@ def test_the_latency_benchmark_runs_both_ways(amqp_url: str) -> None:
 def test_the_scrape_benchmark_runs() -> None:
     output = run_script("bench_scrape.py", "--tasks", "20000", "--scrapes", "5")
     assert re.search(r"ratio: [\d.]+x", output), output
+
+
+def test_the_latency_timeline_runs() -> None:
+    output = run_script("latency_timeline.py", "--tasks", "12")
+    assert "ms from the create request's start, medians of" in output, output
+
+
+def test_the_smaller_benchmarks_run() -> None:
+    calls = run_script("bench_calls.py", "--calls", "20", "--rounds", "1")
+    assert re.search(r"round 1: .* p50 [\d.]+ ms", calls), calls
+    reads = run_script("bench_reads.py", "--tasks", "2000", "--seconds", "1")
+    assert re.search(r"analyzed\s+job\s+[\d,]+", reads), reads
+    for backend in ("postgres", "sqlite"):
+        made = run_script("bench_create.py", "--backend", backend, "--tasks", "500", "--runs", "1")
+        assert re.search(r"POST /v1/jobs\s+500 tasks .* tasks/s", made), made
