@@ -59,14 +59,20 @@ def run_script(*argv: str, timeout: float = 500) -> str:
     return output
 
 
-def rate_of(output: str, label: str) -> float:
-    """The tasks per second the summary table gives the row starting with `label`."""
+def row_of(output: str, label: str) -> dict[str, str]:
+    """The figures of the summary table's row for `label`, by column."""
     for line in output.splitlines():
         if line.strip().startswith(label):
-            # mode, tasks, tasks/s, x ceil, ...: the rate is the field after the count.
-            figures = re.findall(r"(\d[\d,]*(?:\.\d+)?)x?", line[len(label) + 2 :])
-            return float(figures[1].replace(",", ""))
+            return dict(zip(COLUMNS, line.strip()[len(label) :].split(), strict=True))
     raise AssertionError(f"no row {label!r} in:\n{output}")
+
+
+def rate_of(output: str, label: str) -> float:
+    return float(row_of(output, label)["tasks/s"].replace(",", ""))
+
+
+# bench_drain.py's summary columns after the mode's label.
+COLUMNS = ("tasks", "tasks/s", "x ceil", "span", "mgr", "wkr", "pg", "WAL", "commits", "stmts")
 
 
 def test_the_drain_benchmark_runs_every_mode() -> None:
@@ -83,6 +89,8 @@ def test_the_drain_benchmark_runs_every_mode() -> None:
         "batch claim(100) + report_many (no tasks), 4 loops",
     ):
         assert rate_of(output, label) > 0, output
+        # A drain writes at least its event rows: the WAL it made is counted.
+        assert float(row_of(output, label)["WAL"].replace(",", "")) > 0, output
 
 
 def test_the_drain_benchmark_runs_on_sqlite(tmp_path: Path) -> None:
