@@ -59,6 +59,10 @@ def run_script(*argv: str, timeout: float = 500) -> str:
     return output
 
 
+# bench_drain.py's summary columns after the mode's label.
+COLUMNS = ("tasks", "tasks/s", "x ceil", "span", "mgr", "wkr", "pg", "WAL", "commits", "stmts")
+
+
 def row_of(output: str, label: str) -> dict[str, str]:
     """The figures of the summary table's row for `label`, by column."""
     for line in output.splitlines():
@@ -69,10 +73,6 @@ def row_of(output: str, label: str) -> dict[str, str]:
 
 def rate_of(output: str, label: str) -> float:
     return float(row_of(output, label)["tasks/s"].replace(",", ""))
-
-
-# bench_drain.py's summary columns after the mode's label.
-COLUMNS = ("tasks", "tasks/s", "x ceil", "span", "mgr", "wkr", "pg", "WAL", "commits", "stmts")
 
 
 def test_the_drain_benchmark_runs_every_mode() -> None:
